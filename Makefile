@@ -1,0 +1,43 @@
+# One entry point for students, instructors and CI. Every target sets up .venv first if needed.
+#   make lab        set up, then open JupyterLab on notebooks/
+#   make test       set up, then run the whole test suite (what CI runs)
+#   make release    regenerate notebooks/ (the student release) from solutions/
+#   make grade      autograde submitted/, write feedback/ and grades.csv
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# nbgrader starts `alembic` as a subprocess: the venv's bin/ must be on PATH.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: setup lab test test-fast release grade clean-grading
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; sys.exit("Python >= 3.10 is needed, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (lecture2)" >/dev/null
+	touch $(STAMP)
+
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+release: setup
+	$(BIN)/nbgrader generate_assignment lec02 --force
+
+grade: setup
+	$(BIN)/nbgrader autograde lec02 --force
+	$(BIN)/nbgrader generate_feedback lec02 --force
+	$(BIN)/nbgrader export --to grades.csv
+
+clean-grading:
+	rm -rf submitted autograded feedback gradebook.db grades.csv

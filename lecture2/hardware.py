@@ -1,0 +1,220 @@
+"""What a device can do: dense peak FLOP/s by GPU and dtype, memory, and which device is present.
+
+One row per GPU, one source per row. Peaks are **dense** (no 2:4 structured sparsity: NVIDIA's headline
+tensor figures are often the sparse ones, exactly 2x these). All figures are FLOP/s, memory in bytes,
+bandwidth in bytes/s. On a CPU there is no datasheet worth trusting for PyTorch, so the peak that applies
+is a matmul measured on this machine (`measure_cpu_peak`).
+"""
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+__all__ = [
+    "DTYPES", "GPUS", "GPUSpec", "UnknownGPU", "detect_device", "dtype_key", "gpu", "gpu_from_device_name",
+    "known_gpus", "measure_cpu_peak", "peak_flops", "device_summary",
+]
+
+T = 1e12
+GB = 1e9
+
+# The dtype keys of the table: a torch dtype maps onto one of these (see `dtype_key`). "tf32" is fp32
+# matmul on tensor cores (torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision("high")).
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One GPU's datasheet: dense peak FLOP/s per dtype key, memory (bytes), bandwidth (bytes/s)."""
+
+    name: str
+    full_name: str
+    peak: dict[str, float] = field(repr=False)
+    memory_bytes: float
+    bandwidth_bytes_per_s: float
+    source: str
+
+    def peak_flops(self, dtype: torch.dtype | str) -> float:
+        """Dense peak in FLOP/s for `dtype` (a torch dtype or one of DTYPES)."""
+        key = dtype_key(dtype)
+        if key not in self.peak:
+            supported = ", ".join(self.peak)
+            raise ValueError(f"{self.full_name} 没有 {key} 的 tensor-core 峰值 (no {key} peak); it supports: {supported}")
+        return self.peak[key]
+
+
+def _spec(name, full_name, memory_gb, bandwidth_gbs, source, **tflops) -> GPUSpec:
+    return GPUSpec(name, full_name, {k: v * T for k, v in tflops.items()}, memory_gb * GB, bandwidth_gbs * GB, source)
+
+
+# fmt: off
+GPUS: dict[str, GPUSpec] = {s.name: s for s in [
+    # NVIDIA V100 datasheet (SXM2 32GB): 15.7 TF fp32, 125 TF tensor (fp16 in, fp32 accumulate); no bf16/tf32.
+    _spec("v100", "NVIDIA V100 SXM2 32GB", 32, 900, "NVIDIA V100 Tensor Core GPU datasheet",
+          fp32=15.7, fp16=125),
+    # NVIDIA A100 datasheet (SXM 80GB): fp32 19.5, TF32 156, BF16/FP16 312 (dense; 624 with sparsity).
+    _spec("a100", "NVIDIA A100 SXM4 80GB", 80, 2039, "NVIDIA A100 Tensor Core GPU datasheet",
+          fp32=19.5, tf32=156, bf16=312, fp16=312),
+    # NVIDIA H100 datasheet, SXM column: fp32 67, TF32 494.7, BF16/FP16 989.4, FP8 1978.9 (the sheet
+    # prints 989/1979/3958 *with sparsity*; dense is half).
+    _spec("h100-sxm", "NVIDIA H100 SXM5 80GB", 80, 3350, "NVIDIA H100 Tensor Core GPU datasheet (SXM)",
+          fp32=67, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9),
+    # Same datasheet, PCIe column: fp32 51, TF32 378, BF16/FP16 756, FP8 1513 (dense).
+    _spec("h100-pcie", "NVIDIA H100 PCIe 80GB", 80, 2000, "NVIDIA H100 Tensor Core GPU datasheet (PCIe)",
+          fp32=51, tf32=378, bf16=756, fp16=756, fp8=1513),
+    # NVIDIA H200 datasheet (SXM): the H100's compute with 141 GB HBM3e at 4.8 TB/s.
+    _spec("h200", "NVIDIA H200 SXM 141GB", 141, 4800, "NVIDIA H200 Tensor Core GPU datasheet (SXM)",
+          fp32=67, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9),
+    # NVIDIA HGX B200 datasheet, per GPU at 1000 W: fp32 80, TF32 1100, BF16/FP16 2250, FP8 4500 (dense).
+    _spec("b200", "NVIDIA B200 (HGX) 180GB", 180, 8000, "NVIDIA HGX B200 datasheet, per GPU",
+          fp32=80, tf32=1100, bf16=2250, fp16=2250, fp8=4500),
+    # NVIDIA L4 datasheet: fp32 30.3, TF32 60, BF16/FP16 121, FP8 242.5 (dense; sheet prints sparse x2).
+    _spec("l4", "NVIDIA L4 24GB", 24, 300, "NVIDIA L4 Tensor Core GPU datasheet",
+          fp32=30.3, tf32=60, bf16=121, fp16=121, fp8=242.5),
+    # NVIDIA L40S datasheet: fp32 91.6, TF32 183, BF16/FP16 362.05, FP8 733 (dense).
+    _spec("l40s", "NVIDIA L40S 48GB", 48, 864, "NVIDIA L40S datasheet",
+          fp32=91.6, tf32=183, bf16=362.05, fp16=362.05, fp8=733),
+    # NVIDIA Ada Lovelace whitepaper, RTX 4090: fp32 82.6; tensor with fp32 accumulate (what PyTorch uses):
+    # TF32 82.6, BF16/FP16 165.2, FP8 330.3 (GeForce cards run fp16-accumulate at twice these rates).
+    _spec("rtx4090", "NVIDIA GeForce RTX 4090 24GB", 24, 1008, "NVIDIA Ada Lovelace architecture whitepaper",
+          fp32=82.6, tf32=82.6, bf16=165.2, fp16=165.2, fp8=330.3),
+    # AMD Instinct MI300X datasheet: fp32 163.4 (vector), TF32 653.7, BF16/FP16 1307.4, FP8 2614.9 (dense).
+    _spec("mi300x", "AMD Instinct MI300X 192GB", 192, 5300, "AMD Instinct MI300X data sheet",
+          fp32=163.4, tf32=653.7, bf16=1307.4, fp16=1307.4, fp8=2614.9),
+]}
+# fmt: on
+
+# Substrings of torch.cuda.get_device_name() mapped to table rows, most specific first.
+_DEVICE_NAME_PATTERNS = [
+    ("h100 pcie", "h100-pcie"), ("h100", "h100-sxm"), ("h200", "h200"), ("b200", "b200"), ("a100", "a100"),
+    ("v100", "v100"), ("l40s", "l40s"), ("l4", "l4"), ("4090", "rtx4090"), ("mi300x", "mi300x"),
+]
+
+
+class UnknownGPU(KeyError):
+    """A GPU name that is not in the table; the message lists the known names."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of its argument
+        return str(self.args[0])
+
+
+def known_gpus() -> list[str]:
+    """The names `gpu()` accepts."""
+    return list(GPUS)
+
+
+def gpu(name: str) -> GPUSpec:
+    """The table row for `name` (case-insensitive, e.g. "h100-sxm"); unknown names list the known ones."""
+    if not isinstance(name, str):
+        raise TypeError(f"GPU 名称应是字符串 (str), 得到 {type(name).__name__}; known: {', '.join(GPUS)}")
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    if key not in GPUS:
+        raise UnknownGPU(f"未知的 GPU (unknown GPU) {name!r}; known GPUs: {', '.join(GPUS)}")
+    return GPUS[key]
+
+
+def gpu_from_device_name(device_name: str) -> GPUSpec:
+    """The row matching a CUDA device name such as "NVIDIA H100 80GB HBM3"."""
+    lowered = device_name.lower()
+    for pattern, key in _DEVICE_NAME_PATTERNS:
+        if pattern in lowered:
+            return GPUS[key]
+    raise UnknownGPU(
+        f"GPU {device_name!r} 不在峰值表中 (not in the peak table); known GPUs: {', '.join(GPUS)}. "
+        "Measure it with `python -m lecture2 env`, or add a row with its datasheet to lecture2/hardware.py."
+    )
+
+
+_TORCH_DTYPES = {
+    torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16",
+    torch.float8_e4m3fn: "fp8", torch.float8_e5m2: "fp8",
+}
+_ALIASES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
+            "float8": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}
+
+
+def dtype_key(dtype: torch.dtype | str) -> str:
+    """The table key ("fp32", "tf32", "bf16", "fp16", "fp8") for a torch dtype or a name."""
+    if isinstance(dtype, torch.dtype):
+        if dtype not in _TORCH_DTYPES:
+            raise ValueError(f"峰值表没有 {dtype} 这一列 (no peak column); columns: {', '.join(DTYPES)}")
+        return _TORCH_DTYPES[dtype]
+    if isinstance(dtype, str):
+        key = _ALIASES.get(dtype.lower(), dtype.lower())
+        if key in DTYPES:
+            return key
+        raise ValueError(f"未知的 dtype {dtype!r} (unknown dtype); use one of {', '.join(DTYPES)} or a torch dtype")
+    raise TypeError(f"dtype 应是 torch.dtype 或 str, 得到 {type(dtype).__name__}")
+
+
+def detect_device() -> str:
+    """The best device present: "cuda", then "mps", then "cpu"."""
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+    elif device == "mps":
+        torch.mps.synchronize()
+
+
+@functools.lru_cache(maxsize=None)
+def measure_cpu_peak(dtype: torch.dtype = torch.float32, n: int = 1024, repeat: int = 5) -> float:
+    """Achieved FLOP/s of an n x n x n matmul on this CPU: the best of `repeat` timed runs after a warm-up.
+
+    This is the CPU's "peak that applies" (cached per process): the fastest PyTorch's BLAS gets here,
+    which is what MFU on a CPU should be measured against.
+    """
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype 应是 torch.dtype, 得到 {type(dtype).__name__}")
+    a = torch.randn(n, n, dtype=dtype)
+    b = torch.randn(n, n, dtype=dtype)
+    a @ b  # warm-up: thread pool start, page faults
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best
+
+
+def peak_flops(dtype: torch.dtype | str = torch.bfloat16, device: str | None = None) -> float:
+    """The peak FLOP/s that applies on `device` (default: the detected one) for `dtype`.
+
+    CUDA: the datasheet row of the present GPU. CPU: a matmul measured here (`measure_cpu_peak`).
+    Apple's MPS has no published dense peak per dtype, so it raises rather than guess.
+    """
+    device = device or detect_device()
+    if device == "cuda":
+        return gpu_from_device_name(torch.cuda.get_device_name()).peak_flops(dtype)
+    if device == "cpu":
+        key = dtype_key(dtype)
+        torch_dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
+                       "fp16": torch.float16}.get(key)
+        if torch_dtype is None:
+            raise ValueError(f"CPU 上没有 {key} matmul (no {key} matmul on CPU)")
+        return measure_cpu_peak(torch_dtype)
+    raise ValueError(f"没有 {device!r} 的峰值 (no peak for device {device!r}); use 'cuda' or 'cpu'")
+
+
+def device_summary(device: str | None = None) -> dict:
+    """Facts about `device` for reports: name, memory (bytes), dtype support."""
+    device = device or detect_device()
+    info: dict = {"device": device, "torch": torch.__version__}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        info.update(name=props.name, memory_bytes=props.total_memory,
+                    capability=f"{props.major}.{props.minor}", bf16=torch.cuda.is_bf16_supported())
+    else:
+        import platform
+        info.update(name=platform.processor() or platform.machine(), threads=torch.get_num_threads())
+    return info

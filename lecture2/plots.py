@@ -1,0 +1,43 @@
+"""Figures the notebooks share. Each function returns a matplotlib Figure and shows nothing itself."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+__all__ = ["dtype_ranges"]
+
+
+def _pyplot():
+    import matplotlib.pyplot as plt  # imported on first use: the package itself never needs a display
+
+    return plt
+
+
+def dtype_ranges(dtypes: Sequence[torch.dtype] = (torch.float32, torch.bfloat16, torch.float16,
+                                                 torch.float8_e5m2, torch.float8_e4m3fn)):
+    """Two panels from `torch.finfo`: the range each dtype covers (smallest subnormal to max, log2 scale,
+    the normal range darker), and its precision (eps, the spacing just above 1.0)."""
+    plt = _pyplot()
+    names = [str(d).replace("torch.", "") for d in dtypes]
+    fig, (ax_range, ax_eps) = plt.subplots(1, 2, figsize=(11, 3.2), gridspec_kw={"width_ratios": [3, 1.3]})
+    for row, dtype in enumerate(dtypes):
+        info = torch.finfo(dtype)
+        subnormal = info.smallest_normal * info.eps  # 2**(emin - m)
+        lo, lo_normal, hi = math.log2(subnormal), math.log2(info.smallest_normal), math.log2(info.max)
+        ax_range.barh(row, hi - lo, left=lo, color="#c6dbef")
+        ax_range.barh(row, hi - lo_normal, left=lo_normal, color="#3182bd")
+        ax_eps.barh(row, -math.log2(info.eps), color="#e6550d")
+        ax_eps.text(-math.log2(info.eps), row, f" 2^{math.log2(info.eps):.0f}", va="center", fontsize=8)
+    for x, label in ((math.log2(70000), "70000"), (math.log2(1e-8), "1e-8")):
+        ax_range.axvline(x, color="k", ls="--", lw=0.8)
+        ax_range.text(x, len(dtypes) - 0.4, label, ha="center", fontsize=8)
+    ax_range.set_yticks(range(len(dtypes)), names)
+    ax_eps.set_yticks(range(len(dtypes)), [])
+    ax_range.set_xlabel("log2 |x|  (light: subnormal, dark: normal range)")
+    ax_eps.set_xlabel("precision: -log2(eps)  (bits)")
+    ax_range.set_title("range")
+    ax_eps.set_title("precision")
+    fig.tight_layout()
+    return fig

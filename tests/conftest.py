@@ -1,0 +1,63 @@
+"""Shared fixtures: paths of the course, and a kernel that runs notebook cells one by one."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENT = "lec02"
+SOLUTIONS = ROOT / "solutions" / ASSIGNMENT
+RELEASE = ROOT / "notebooks" / ASSIGNMENT
+BIN = Path(sys.executable).parent
+
+
+def notebook_names() -> list[str]:
+    """The lecture's notebooks, in order (file names)."""
+    return sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
+
+
+def hidden_lines(name: str, min_length: int = 20) -> set[str]:
+    """Lines that appear only inside the hidden-test regions of a solutions notebook (stripped)."""
+    hidden, visible = set(), set()
+    for cell in nbformat.read(SOLUTIONS / name, as_version=4).cells:
+        regions = re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", cell.source, re.S)
+        for region in regions:
+            hidden |= {line.strip() for line in region.splitlines() if len(line.strip()) >= min_length}
+        outside = re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS", "", cell.source, flags=re.S)
+        visible |= {line.strip() for line in outside.splitlines()}
+    return hidden - visible
+
+
+def nbgrader_env() -> dict[str, str]:
+    """The environment nbgrader needs: this interpreter's bin/ first on PATH (it runs `alembic`)."""
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("NBGRADER_EXECUTION", None)
+    return env
+
+
+def nbgrader(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    """Run `nbgrader ARGS` in `cwd`, failing the test with nbgrader's output if it fails."""
+    proc = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=nbgrader_env(), text=True,
+                          capture_output=True)
+    if check and proc.returncode != 0:
+        pytest.fail(f"nbgrader {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def course(tmp_path_factory) -> Path:
+    """A scratch copy of the course directory (config, solutions, release) with its own gradebook."""
+    root = tmp_path_factory.mktemp("course")
+    shutil.copy(ROOT / "nbgrader_config.py", root)
+    shutil.copytree(ROOT / "solutions", root / "solutions")
+    shutil.copytree(ROOT / "notebooks", root / "notebooks")
+    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=root)  # registers the notebooks in the gradebook
+    return root

@@ -1,0 +1,60 @@
+"""lecture2.checks: the messages a student reads when a check fails."""
+import pytest
+
+from lecture2 import checks
+
+
+def test_close_passes_within_tolerance():
+    checks.expect_close(1.0 + 1e-12, 1.0, what="x")
+    checks.expect_close(float("inf"), float("inf"), what="x")
+
+
+def test_failure_says_expected_got_and_hint():
+    """Does a known mistake's value draw its hint, in Chinese with the English term?"""
+    with pytest.raises(checks.CheckFailed) as err:
+        checks.expect_close(112.0, 14.0, what="memory", mistakes=[checks.mistake("bits_for_bytes", 112.0)])
+    message = str(err.value)
+    assert "期望 (expected) 14" in message and "得到 (got) 112" in message and "bits" in message
+
+
+def test_unknown_mistake_reports_the_ratio():
+    with pytest.raises(checks.CheckFailed, match="ratio"):
+        checks.expect_close(3.0, 2.0, what="x")
+
+
+def test_wrong_types_are_named():
+    with pytest.raises(checks.CheckFailed, match="str"):
+        checks.expect_close("14", 14.0, what="x")
+    with pytest.raises(checks.CheckFailed, match="bool"):
+        checks.expect_type(True, int, what="x")
+    with pytest.raises(checks.CheckFailed, match="NoneType"):
+        checks.expect_equal(None, 3, what="x")
+
+
+def test_equal_and_expect():
+    checks.expect_equal(3, 3, what="x")
+    with pytest.raises(checks.CheckFailed, match="numel"):
+        checks.expect_equal(7, 12, what="x", mistakes=[checks.mistake("numel", 7)])
+    with pytest.raises(checks.CheckFailed, match="nope"):
+        checks.expect(False, "nope")
+
+
+def test_exercise_in_the_lab_lets_a_stub_through(monkeypatch, capsys):
+    """In the lab, does an unfilled exercise print a notice instead of stopping Run All?"""
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    with checks.exercise("demo"):
+        raise NotImplementedError
+    assert "not implemented yet" in capsys.readouterr().out
+    with pytest.raises(checks.CheckFailed):
+        with checks.exercise("demo"):
+            checks.expect(False, "wrong")
+
+
+def test_exercise_under_nbgrader_fails_a_stub(monkeypatch, capsys):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(checks.CheckFailed, match="not implemented"):
+        with checks.exercise("demo"):
+            raise NotImplementedError
+    with checks.exercise("demo"):
+        pass
+    assert "✅ demo" in capsys.readouterr().out

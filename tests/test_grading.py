@@ -1,0 +1,104 @@
+"""The nbgrader round trip: release -> submissions -> autograde -> feedback -> grades CSV.
+
+Three students hand in the whole lecture: `correct` (the reference solutions typed into the release),
+`blank` (the release untouched) and `planted-mistake` (correct, except one usual mistake per notebook).
+Each must get exactly the points they earned.
+"""
+from __future__ import annotations
+
+import csv
+import html
+import re
+import shutil
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from conftest import ASSIGNMENT, RELEASE, SOLUTIONS, hidden_lines, nbgrader, notebook_names
+from planted import all_planted
+
+pytestmark = pytest.mark.slow
+
+
+def _points(name: str) -> dict[str, float]:
+    """Test cell grade_id -> points, and which solution cell each test cell checks."""
+    nb = nbformat.read(SOLUTIONS / name, as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
+            for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def _fill(name: str, replace: dict[str, str]) -> nbformat.NotebookNode:
+    """The release notebook with its solution cells typed in: the reference, or `replace[grade_id]`."""
+    reference = {c.metadata["nbgrader"]["grade_id"]: c.source
+                 for c in nbformat.read(SOLUTIONS / name, as_version=4).cells
+                 if c.metadata.get("nbgrader", {}).get("solution")}
+    nb = nbformat.read(RELEASE / name, as_version=4)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = replace.get(gid, reference[gid])
+    return nb
+
+
+def _test_cell_after(name: str, solution_id: str) -> str:
+    seen = False
+    for cell in nbformat.read(SOLUTIONS / name, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        seen = seen or meta.get("grade_id") == solution_id
+        if seen and meta.get("grade"):
+            return meta["grade_id"]
+    raise KeyError(solution_id)
+
+
+@pytest.fixture(scope="module")
+def graded(course):
+    """Submit, autograde, generate feedback and export grades once; return the expected scores."""
+    expected = {"correct": {}, "blank": {}, "planted-mistake": {}}
+    for name in notebook_names():
+        points = _points(name)
+        total = sum(points.values())
+        first = all_planted()[name][0]
+        lost = points[_test_cell_after(name, first.grade_id)]
+        submissions = {"correct": _fill(name, {}), "blank": nbformat.read(RELEASE / name, as_version=4),
+                       "planted-mistake": _fill(name, {first.grade_id: first.source})}
+        for student, nb in submissions.items():
+            folder = course / "submitted" / student / ASSIGNMENT
+            folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, folder / name)
+        stem = name.removesuffix(".ipynb")
+        expected["correct"][stem], expected["blank"][stem], expected["planted-mistake"][stem] = total, 0, total - lost
+    nbgrader("autograde", ASSIGNMENT, "--force", cwd=course)
+    nbgrader("generate_feedback", ASSIGNMENT, "--force", cwd=course)
+    nbgrader("export", "--to", "grades.csv", cwd=course)
+    yield expected
+    shutil.rmtree(course / "submitted", ignore_errors=True)
+
+
+def test_each_student_gets_exactly_their_points(course, graded):
+    """Does autograde give full points, none, and full-minus-one-exercise to the three submissions?"""
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student, by_notebook in graded.items():
+            for stem, want in by_notebook.items():
+                got = gb.find_submission_notebook(stem, ASSIGNMENT, student).score
+                assert got == pytest.approx(want), f"{student} / {stem}: {got} points, expected {want}"
+
+
+def test_feedback_shows_no_hidden_test(course, graded):
+    """Is there feedback HTML per student and notebook, with the visible checks and no hidden test?"""
+    for student in graded:
+        for name in notebook_names():
+            page = (course / "feedback" / student / ASSIGNMENT / name.replace(".ipynb", ".html")).read_text("utf-8")
+            text = html.unescape(re.sub(r"<[^>]+>", "", page))
+            assert "checks.exercise" in text, f"{student}'s feedback for {name} lacks the visible checks"
+            lines = {line.strip() for line in text.splitlines()}
+            leaked = [line for line in hidden_lines(name) if line in lines]
+            assert not leaked, f"hidden tests in {student}'s feedback for {name}: {leaked[:2]}"
+
+
+def test_grades_csv_has_every_student(course, graded):
+    """Does the grades CSV hold each student with the assignment's total score?"""
+    rows = list(csv.DictReader((course / "grades.csv").open(encoding="utf-8")))
+    scores = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == ASSIGNMENT}
+    for student, by_notebook in graded.items():
+        assert scores[student] == pytest.approx(sum(by_notebook.values())), student

@@ -1,0 +1,90 @@
+"""lecture2.hardware: the peak table, name lookup, dtype keys, device detection, the CPU's measured peak."""
+import pytest
+import torch
+
+from lecture2 import hardware
+
+
+def test_table_covers_the_gpus_the_course_names():
+    """Does the table hold every GPU the course discusses, each with a source and a bf16 or fp16 peak?"""
+    for name in ["v100", "a100", "h100-sxm", "h100-pcie", "h200", "b200", "l4", "l40s", "rtx4090", "mi300x"]:
+        spec = hardware.gpu(name)
+        assert spec.source and spec.memory_bytes > 0 and spec.bandwidth_bytes_per_s > 0
+        assert spec.peak["fp16"] >= spec.peak["fp32"]
+
+
+def test_datasheet_values_the_lecture_uses():
+    """Are the A100 and H100 SXM bf16 dense peaks 312 and 989.4 TFLOP/s (not the sparse 1979)?"""
+    assert hardware.gpu("a100").peak_flops(torch.bfloat16) == 312e12
+    assert hardware.gpu("h100-sxm").peak_flops("bf16") == pytest.approx(989.4e12)
+    assert hardware.gpu("H100_SXM").peak_flops(torch.float8_e4m3fn) == pytest.approx(1978.9e12)
+    assert hardware.gpu("h200").memory_bytes == 141e9
+
+
+def test_unknown_gpu_lists_the_known_ones():
+    """Is an unknown GPU name answered with a message that lists every known name?"""
+    with pytest.raises(hardware.UnknownGPU) as err:
+        hardware.gpu("tpu-v5")
+    for name in hardware.known_gpus():
+        assert name in str(err.value)
+    with pytest.raises(TypeError):
+        hardware.gpu(100)
+
+
+def test_missing_dtype_says_what_is_supported():
+    """Does asking V100 for bf16 say that it has no such peak and list what it has?"""
+    with pytest.raises(ValueError, match="fp32, fp16"):
+        hardware.gpu("v100").peak_flops(torch.bfloat16)
+
+
+@pytest.mark.parametrize("device_name, key", [
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
+    ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"),
+    ("NVIDIA GeForce RTX 4090", "rtx4090"), ("Tesla V100-SXM2-32GB", "v100"), ("NVIDIA B200", "b200"),
+    ("AMD Instinct MI300X", "mi300x")])
+def test_cuda_device_names_map_to_rows(device_name, key):
+    """Does each name torch.cuda.get_device_name() reports find its row?"""
+    assert hardware.gpu_from_device_name(device_name).name == key
+
+
+def test_unknown_device_name_is_explained():
+    with pytest.raises(hardware.UnknownGPU, match="known GPUs"):
+        hardware.gpu_from_device_name("NVIDIA GeForce GTX 1080")
+
+
+def test_dtype_keys():
+    """Are torch dtypes and names mapped onto the table's columns, and bad ones refused clearly?"""
+    assert hardware.dtype_key(torch.float32) == "fp32"
+    assert hardware.dtype_key("bfloat16") == "bf16"
+    assert hardware.dtype_key("TF32") == "tf32"
+    with pytest.raises(ValueError, match="unknown dtype"):
+        hardware.dtype_key("fp64x")
+    with pytest.raises(ValueError):
+        hardware.dtype_key(torch.int8)
+    with pytest.raises(TypeError):
+        hardware.dtype_key(32)
+
+
+def test_detect_device_names_a_real_device():
+    assert hardware.detect_device() in {"cuda", "mps", "cpu"}
+    if not torch.cuda.is_available():
+        assert hardware.detect_device() != "cuda"
+
+
+def test_cpu_peak_is_measured():
+    """Is the CPU's peak a positive measured FLOP/s, and is it what peak_flops gives on CPU?"""
+    peak = hardware.measure_cpu_peak(torch.float32, n=256, repeat=2)
+    assert 1e7 < peak < 1e14
+    assert hardware.peak_flops(torch.float32, device="cpu") == hardware.measure_cpu_peak(torch.float32)
+    with pytest.raises(ValueError, match="fp8"):
+        hardware.peak_flops("fp8", device="cpu")
+    with pytest.raises(TypeError):
+        hardware.measure_cpu_peak("float32")
+
+
+@pytest.mark.gpu
+def test_cuda_peak_comes_from_the_datasheet():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    spec = hardware.gpu_from_device_name(torch.cuda.get_device_name())
+    assert hardware.peak_flops(torch.bfloat16) == spec.peak_flops(torch.bfloat16)

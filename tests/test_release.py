@@ -1,0 +1,77 @@
+"""Is the student release in sync with solutions/, and does it hold nothing it must not?"""
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+import pytest
+
+from conftest import ASSIGNMENT, RELEASE, ROOT, SOLUTIONS, hidden_lines, nbgrader, notebook_names
+
+
+def test_every_solution_has_a_release():
+    """Does notebooks/ hold exactly the notebooks of solutions/?"""
+    assert notebook_names(), "no notebooks in solutions/"
+    assert sorted(p.name for p in RELEASE.glob("*.ipynb")) == notebook_names()
+
+
+@pytest.mark.slow
+def test_release_is_regenerated_identically(course, tmp_path):
+    """Does `make release` reproduce the committed notebooks/ byte for byte? (Run it after editing solutions/.)"""
+    out = tmp_path / "release"
+    nbgrader("generate_assignment", ASSIGNMENT, "--force", "--no-db",
+             f"--CourseDirectory.release_directory={out}", cwd=course)
+    for name in notebook_names():
+        fresh = (out / ASSIGNMENT / name).read_text(encoding="utf-8")
+        committed = (RELEASE / name).read_text(encoding="utf-8")
+        assert fresh == committed, f"notebooks/{ASSIGNMENT}/{name} is stale: run `make release` and commit it"
+
+
+def _solution_lines() -> set[str]:
+    """Distinctive lines of code inside the solutions' BEGIN/END SOLUTION regions."""
+    lines = set()
+    for name in notebook_names():
+        for cell in nbformat.read(SOLUTIONS / name, as_version=4).cells:
+            for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S):
+                lines |= {line.strip() for line in region.splitlines() if len(line.strip()) > 12}
+    return lines
+
+
+@pytest.mark.parametrize("name", notebook_names())
+def test_release_leaks_nothing(name):
+    """Does the release hold no solution code, no hidden test, no marker and no output?"""
+    text = (RELEASE / name).read_text(encoding="utf-8")
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+        assert marker not in text, f"{name}: {marker!r} in the release"
+    nb = nbformat.read(RELEASE / name, as_version=4)
+    sources = {line.strip() for c in nb.cells for line in c.source.splitlines()}
+    leaked = [line for line in _solution_lines() if line in sources]
+    assert not leaked, f"{name}: solution code in the release: {leaked[:3]}"
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{name}: outputs in the release"
+    assert not [line for line in hidden_lines(name) if line in sources], f"{name}: hidden tests in the release"
+
+
+@pytest.mark.parametrize("name", notebook_names())
+def test_solution_metadata_is_sound(name):
+    """Are grade ids unique, test cells locked with points, and every notebook on the python3 kernel?"""
+    nb = json.loads((SOLUTIONS / name).read_text(encoding="utf-8"))
+    ids = [c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"] if "nbgrader" in c["metadata"]]
+    assert len(ids) == len(set(ids)), f"{name}: duplicated grade ids"
+    for cell in nb["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if meta.get("grade"):
+            assert meta.get("locked") and meta.get("points", 0) > 0, f"{name}: {meta['grade_id']} must be locked, with points"
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+
+
+def test_readme_lists_every_exercise():
+    """Does the README's exercise table give every graded cell with its points?"""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name in notebook_names():
+        nb = nbformat.read(SOLUTIONS / name, as_version=4)
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade"):
+                row = re.search(rf"\|[^\n]*`{meta['grade_id']}`[^\n]*\|\s*{meta['points']:g}\s*\|", readme)
+                assert row, f"README's exercise table lacks `{meta['grade_id']}` with {meta['points']:g} points"
