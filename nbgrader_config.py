@@ -1,15 +1,16 @@
 """nbgrader configuration for the course (read by every `nbgrader` command run from the repo root)."""
+import os
+
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
 # The lecture is one assignment, `lec02`: instructor sources in solutions/lec02/, the student release in
 # notebooks/lec02/, submissions in submitted/<student>/lec02/.
-c.CourseDirectory.root = "."
+c.CourseDirectory.root = os.getcwd()  # nbgrader commands run from the repository root
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
-c.CourseDirectory.db_assignments = [dict(name="lec02")]
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.egg-info"]
 
 # Torch work is slower than nbgrader's 30 s default per cell; a hung cell still ends.
