@@ -39,6 +39,17 @@ HINTS: dict[str, str] = {
     "forward_only": "只算了前向 (forward)；前向 + 反向 (backward) 约是前向的 3 倍。",
     "loss_not_divided": "loss 没有除以累积步数 (accumulation steps)：梯度大了 steps 倍。",
     "optimizer_states": "忘了优化器状态 (optimizer states)：Adam 每个参数还要存 m 和 v。",
+    "sparse_peak": "差了 2 倍：看起来峰值 (peak) 用大了一倍。数据手册 (datasheet) 的 H100 1979 TFLOP/s 是带 2:4 稀疏 (with sparsity) 的数，训练要用 dense 峰值 989.4 (lecture2.hardware 的表)；也检查 6N 有没有写成 3N。",
+    "hours_for_days": "差了 24 倍：小时 (hours) 和天 (days) 混了：1 day = 24 hours。",
+    "seconds_for_days": "差了 86400 倍：FLOPs ÷ FLOP/s 得到的是秒 (seconds)，÷ 3600 是小时，再 ÷ 24 才是天 (days)。",
+    "seconds_for_hours": "差了 3600 倍：秒 (seconds) 和小时 (hours) 混了：价格是每 GPU 每小时 (per GPU-hour)。",
+    "gpu_count": "差了 n_gpus 倍：忘了 GPU 的个数 (number of GPUs)：总吞吐是 GPUs × peak × MFU，账单是 GPU-hours = 小时 × GPUs。",
+    "two_n": "差了 3 倍：训练每个 token 是 6N FLOPs (前向 2N + 反向 4N)，2N 只是前向 (forward only)。",
+    "mfu_forgotten": "忘了 MFU：GPU 只发挥峰值的一部分，有效吞吐 = GPUs × peak × MFU。",
+    "mfu_inverted": "MFU 用反了：有效吞吐是 peak × MFU (乘)，不是 peak / MFU。",
+    "ceil": "GPU 个数要向上取整 (math.ceil)：round / floor / int() 给出的 GPU 不够，训练会超过期限 (deadline)。",
+    "per_token": "差了 1000 倍：要的是每 1K (1,000) tokens 的成本，不是每个 token。",
+    "per_million": "差了 1000 倍：要的是每 1K (1,000) tokens 的成本，不是每 1M tokens。",
 }
 
 

@@ -1,15 +1,23 @@
 """`python -m lecture2 COMMAND`: tools for the course and for people planning runs.
 
     python -m lecture2 env        the device, its dtype support and the peak FLOP/s that applies
+    python -m lecture2 estimate   FLOPs, time, GPU-hours, cost and memory of a training run
+
+Example (the lecture's §6: a 7B model on 2T tokens on 256 H100 at 40% MFU, $2.5 per GPU-hour):
+
+    python -m lecture2 estimate --params 7e9 --tokens 2e12 --gpu h100-sxm --gpus 256 --mfu 0.4 \\
+        --usd-per-gpu-hour 2.5 [--json]
 """
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 
 import torch
 
-from . import fmt, hardware
+from . import estimate, fmt, hardware
 
 __all__ = ["main"]
 
@@ -55,18 +63,153 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _number(what: str, *, integer: bool = False, allow_zero: bool = False, at_most_one: bool = False):
+    """An argparse `type` for a positive (or non-negative) number; a bad one is an argparse error (exit 2)."""
+    def parse(text: str):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a number, got {text!r}") from None
+        if math.isnan(value) or math.isinf(value):
+            raise argparse.ArgumentTypeError(f"{what} must be finite, got {text!r}")
+        if integer and value != int(value):
+            raise argparse.ArgumentTypeError(f"{what} must be a whole number, got {text!r}")
+        if value < 0 or (value == 0 and not allow_zero):
+            raise argparse.ArgumentTypeError(f"{what} must be {'>= 0' if allow_zero else '> 0'}, got {text!r}")
+        if at_most_one and value > 1:
+            raise argparse.ArgumentTypeError(f"{what} is a fraction of peak and must be in (0, 1], got {text!r}")
+        return int(value) if integer else value
+    return parse
+
+
+def _gpu(text: str) -> hardware.GPUSpec:
+    try:
+        return hardware.gpu(text)
+    except hardware.UnknownGPU:
+        raise argparse.ArgumentTypeError(f"unknown GPU {text!r}; known GPUs: {', '.join(hardware.known_gpus())}") from None
+
+
+def _count(x: float) -> str:
+    """7e9 as "7e9", 1.5e13 as "1.5e13", 300 as "300"."""
+    if x < 1e4:
+        return f"{x:g}"
+    mantissa, exponent = f"{x:.3e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def _usd(x: float) -> str:
+    """Dollars with cents where they matter: $147,396, $2.50, $0.0000737."""
+    if x >= 100 or x == 0:
+        return f"${x:,.0f}"
+    if x >= 1:
+        return f"${x:,.2f}"
+    return f"${x:.{2 - math.floor(math.log10(x))}f}"
+
+
+def _keep_negative_numbers(argv: list[str]) -> list[str]:
+    """["--params", "-7e9"] -> ["--params=-7e9"]: argparse takes "-7e9" for an option, and the user
+    should hear that the number is negative rather than that it is missing."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and arg.startswith("-"):
+            try:
+                float(arg)
+            except ValueError:
+                pass
+            else:
+                out[-1] = f"{out[-1]}={arg}"
+                continue
+        out.append(arg)
+    return out
+
+
+def _run_estimate(args: argparse.Namespace, peak: float) -> dict:
+    flops = estimate.training_flops(args.params, args.tokens)
+    seconds = estimate.training_seconds(flops, args.gpus, peak, args.mfu)
+    hours = estimate.gpu_hours(seconds, args.gpus)
+    usd = estimate.cost_usd(hours, args.usd_per_gpu_hour)
+    memory = {name: {"bytes_per_param": r.bytes_per_param,
+                     "total_bytes": estimate.training_memory_bytes(args.params, r),
+                     "per_gpu_bytes_sharded": estimate.training_memory_bytes(args.params, r) / args.gpus}
+              for name, r in estimate.MEMORY_RECIPES.items()}
+    return {
+        "n_params": args.params, "n_tokens": args.tokens, "gpu": args.gpu.name, "n_gpus": args.gpus,
+        "dtype": args.dtype, "peak_flops_per_gpu": peak, "mfu": args.mfu,
+        "effective_flops_per_s": args.gpus * peak * args.mfu,
+        "flops": flops, "seconds": seconds, "hours": seconds / estimate.SECONDS_PER_HOUR,
+        "days": seconds / estimate.SECONDS_PER_DAY, "gpu_hours": hours,
+        "usd_per_gpu_hour": args.usd_per_gpu_hour, "cost_usd": usd,
+        "cost_per_1k_tokens_usd": estimate.cost_per_1k_tokens_usd(usd, args.tokens),
+        "gpu_memory_bytes": args.gpu.memory_bytes, "memory": memory,
+    }
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """Print the FLOPs, time, GPU-hours, cost and training memory of a run (or one JSON object)."""
+    try:
+        peak = args.gpu.peak_flops(args.dtype)
+    except ValueError as err:
+        args.parser.error(str(err))
+    r = _run_estimate(args, peak)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0
+    g = args.gpu
+    print(f"Training a {_count(args.params)}-parameter model on {_count(args.tokens)} tokens")
+    print(f"  compute     6 x N x D = {fmt.format_flops(r['flops'])}")
+    print(f"  hardware    {args.gpus} x {g.full_name}, {args.dtype} dense peak {fmt.format_rate(peak)} each "
+          f"({g.source})")
+    print(f"  throughput  {args.gpus} x {fmt.format_rate(peak)} x MFU {args.mfu:.2f} = "
+          f"{fmt.format_rate(r['effective_flops_per_s'])}")
+    print(f"  time        {r['days']:,.2f} days ({r['hours']:,.1f} hours, {r['seconds']:,.0f} s)")
+    print(f"  GPU-hours   {r['gpu_hours']:,.0f}")
+    print(f"  cost        {_usd(r['cost_usd'])} at ${args.usd_per_gpu_hour:,.2f} per GPU-hour "
+          f"= {_usd(r['cost_per_1k_tokens_usd'])} per 1K tokens")
+    print(f"              one run only: with tuning, failures and evaluation, budget 2-5x "
+          f"({_usd(2 * r['cost_usd'])} to {_usd(5 * r['cost_usd'])})")
+    print("Memory for weights, gradients and optimizer states (activations not included):")
+    print(f"  {'recipe':<29}{'bytes/param':>11}{'total':>12}   per GPU if sharded over {args.gpus} (ZeRO-3/FSDP)")
+    for name, m in r["memory"].items():
+        per_gpu = m["per_gpu_bytes_sharded"]
+        fits = "fits" if per_gpu <= g.memory_bytes else "does not fit"
+        print(f"  {name:<29}{m['bytes_per_param']:>11}{fmt.format_bytes(m['total_bytes'], digits=1):>12}"
+              f"   {fmt.format_bytes(per_gpu)} ({fits} in {fmt.format_bytes(g.memory_bytes, digits=0)})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lecture2", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     env = sub.add_parser("env", help="device, dtype support and the peak FLOP/s that applies")
     env.set_defaults(func=cmd_env)
+    est = sub.add_parser(
+        "estimate", help="FLOPs, time, GPU-hours, cost and memory of a training run",
+        description="Time = 6*N*D / (GPUs x dense peak x MFU); cost = time x GPUs x price (lecture 2, section 6).",
+        epilog="example: python -m lecture2 estimate --params 7e9 --tokens 2e12 --gpu h100-sxm --gpus 256 "
+               "--mfu 0.4 --usd-per-gpu-hour 2.5")
+    est.add_argument("--params", type=_number("--params"), required=True, metavar="N",
+                     help="model parameters, e.g. 7e9")
+    est.add_argument("--tokens", type=_number("--tokens"), required=True, metavar="D",
+                     help="training tokens, e.g. 2e12")
+    est.add_argument("--gpu", type=_gpu, default="h100-sxm", metavar="NAME",
+                     help=f"a GPU of lecture2.hardware's table (default h100-sxm): {', '.join(hardware.known_gpus())}")
+    est.add_argument("--gpus", type=_number("--gpus", integer=True), default=1, metavar="G",
+                     help="number of GPUs (default 1)")
+    est.add_argument("--mfu", type=_number("--mfu", at_most_one=True), default=0.4,
+                     help="model FLOPs utilization, a fraction in (0, 1] (default 0.4, the lecture's)")
+    est.add_argument("--usd-per-gpu-hour", type=_number("--usd-per-gpu-hour", allow_zero=True), default=2.5,
+                     metavar="USD", help="price of one GPU for one hour (default 2.5, the lecture's H100 price)")
+    est.add_argument("--dtype", choices=hardware.DTYPES, default="bf16",
+                     help="the peak column of the table (default bf16)")
+    est.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    est.set_defaults(func=cmd_estimate, parser=est)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_keep_negative_numbers(sys.argv[1:] if argv is None else list(argv)))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

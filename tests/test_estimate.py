@@ -1,0 +1,143 @@
+"""lecture2.estimate and `python -m lecture2 estimate`: the accounting calculator of lecture §6."""
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from lecture2 import cli, estimate, hardware
+
+LECTURE = ["estimate", "--params", "7e9", "--tokens", "2e12", "--gpu", "h100-sxm", "--gpus", "256",
+           "--mfu", "0.4", "--usd-per-gpu-hour", "2.5"]
+
+
+def test_lecture_example_flops_days_cost():
+    """Does the lecture's 7B / 2T tokens / 256 H100 / MFU 0.4 / $2.5 run give 8.4e22 FLOPs, 9.6 days, ~$147k?"""
+    flops = estimate.training_flops(7e9, 2e12)
+    assert flops == pytest.approx(8.4e22, rel=1e-12)
+    seconds = estimate.training_seconds(flops, 256, hardware.gpu("h100-sxm").peak_flops("bf16"), 0.4)
+    assert seconds / estimate.SECONDS_PER_DAY == pytest.approx(9.596, abs=5e-4)  # the lecture: ~9.6 days
+    usd = estimate.cost_usd(estimate.gpu_hours(seconds, 256), 2.5)
+    assert usd == pytest.approx(147_396, abs=1)  # the lecture: ~$147,000
+    assert estimate.cost_per_1k_tokens_usd(usd, 2e12) == pytest.approx(7.37e-5, rel=1e-3)  # lecture: $0.000073
+
+
+def test_other_public_runs():
+    """Does the calculator reproduce CS336's 70B/15T/1024 H100/MFU 0.5 (~144 days) and GPT-3's 3.14e23 FLOPs?"""
+    flops = estimate.training_flops(70e9, 15e12)
+    days = estimate.training_seconds(flops, 1024, 989.4e12, 0.5) / estimate.SECONDS_PER_DAY
+    assert days == pytest.approx(144, rel=2e-3)
+    assert estimate.training_flops(175e9, 300e9) == pytest.approx(3.14e23, rel=5e-3)  # Brown et al. 2020, Table D.1
+
+
+def test_memory_recipes_bytes_per_param():
+    """Are the recipes 16 B/param for fp32 and bf16-mixed Adam, 18 with fp32 grads, and 4 for bf16 SGD (7B -> 112 GB)?"""
+    per = {name: r.bytes_per_param for name, r in estimate.MEMORY_RECIPES.items()}
+    assert per["fp32 Adam"] == per["bf16 mixed Adam"] == 16
+    assert per["bf16 mixed Adam, fp32 grads"] == 18 and per["bf16 SGD"] == 4 and per["fp32 SGD"] == 8
+    assert estimate.training_memory_bytes(7e9) == 112e9  # lecture §4.1
+    with pytest.raises(KeyError, match="known"):
+        estimate.training_memory_bytes(7e9, "lion")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: estimate.training_flops(-1, 1e9),
+    lambda: estimate.training_flops(7e9, 0),
+    lambda: estimate.training_seconds(1e20, 0, 1e15, 0.4),
+    lambda: estimate.training_seconds(1e20, 8, 1e15, 1.5),
+    lambda: estimate.training_seconds(1e20, 8, 1e15, 0),
+    lambda: estimate.training_seconds(math.nan, 8, 1e15, 0.4),
+    lambda: estimate.cost_usd(10, -2.5),
+])
+def test_bad_numbers_raise_value_error(call):
+    """Does a negative, zero or NaN input, or an MFU outside (0, 1], raise ValueError?"""
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_a_bool_is_not_a_number():
+    """Is True refused as a GPU count (it would silently mean 1)?"""
+    with pytest.raises(TypeError):
+        estimate.training_seconds(1e20, True, 1e15, 0.4)
+
+
+def test_cli_prints_the_lecture_example_in_words(capsys):
+    """Does `estimate` print FLOPs, days, GPU-hours, cost and the memory per recipe?"""
+    assert cli.main(LECTURE) == 0
+    out = capsys.readouterr().out
+    for text in ("8.400e+22 FLOPs", "9.60 days", "GPU-hours   58,958", "$147,396", "$0.0000737 per 1K tokens",
+                 "bf16 mixed Adam", "112.0 GB", "989.4 TFLOP/s", "2-5x"):
+        assert text in out, f"{text!r} missing from:\n{out}"
+
+
+def test_cli_json_has_the_keys(capsys):
+    """Does --json print one JSON object with flops, days, gpu_hours and cost_usd (and memory per recipe)?"""
+    assert cli.main(LECTURE + ["--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"flops", "days", "gpu_hours", "cost_usd", "cost_per_1k_tokens_usd", "memory"} <= set(data)
+    assert data["flops"] == pytest.approx(8.4e22)
+    assert data["days"] == pytest.approx(9.596, abs=5e-4)
+    assert data["gpu_hours"] == pytest.approx(58_958.3, abs=0.1)
+    assert data["cost_usd"] == pytest.approx(147_395.7, abs=0.1)
+    assert data["memory"]["bf16 mixed Adam"]["total_bytes"] == 112e9
+
+
+def test_cli_dtype_selects_the_peak_column(capsys):
+    """Does --dtype fp8 use the fp8 column (twice bf16 on an H100, so half the days)?"""
+    assert cli.main(LECTURE + ["--dtype", "fp8", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["peak_flops_per_gpu"] == hardware.gpu("h100-sxm").peak_flops("fp8")
+    assert data["days"] == pytest.approx(9.596 / 2, abs=5e-4)
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--params", "-7e9", "--params must be > 0"),
+    ("--tokens", "0", "--tokens must be > 0"),
+    ("--gpus", "0", "--gpus must be > 0"),
+    ("--gpus", "2.5", "whole number"),
+    ("--mfu", "1.5", "(0, 1]"),
+    ("--mfu", "0", "--mfu must be > 0"),
+    ("--usd-per-gpu-hour", "-1", ">= 0"),
+    ("--params", "seven", "must be a number"),
+])
+def test_cli_bad_numbers_exit_2_with_a_message(capsys, flag, value, message):
+    """Does a bad number end with exit code 2 and a message naming the argument?"""
+    argv = LECTURE + [flag, value]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and flag in err
+
+
+def test_cli_unknown_gpu_lists_the_known_ones(capsys):
+    """Does an unknown --gpu exit 2 and list the GPUs the table knows?"""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(LECTURE + ["--gpu", "tpu-v5"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown GPU 'tpu-v5'" in err and all(name in err for name in hardware.known_gpus())
+
+
+def test_cli_gpu_without_the_dtype_column_exits_2(capsys):
+    """Does a GPU without a peak for --dtype (V100 has no bf16) exit 2 and say which columns it has?"""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(LECTURE + ["--gpu", "v100"])
+    assert exit_info.value.code == 2
+    assert "fp16" in capsys.readouterr().err
+
+
+def test_cli_env_is_still_there(capsys):
+    """Does the help still list `env` next to `estimate`?"""
+    assert cli.main([]) == 2
+    out = capsys.readouterr().out
+    assert "env" in out and "estimate" in out
+
+
+def test_module_entry_point_estimate():
+    """Does `python -m lecture2 estimate ... --json` run as a program and exit 0?"""
+    proc = subprocess.run([sys.executable, "-m", "lecture2", *LECTURE, "--json"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["cost_usd"] == pytest.approx(147_395.7, abs=0.1)
