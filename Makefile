@@ -2,7 +2,8 @@
 #   make lab        set up, then open JupyterLab on notebooks/
 #   make test       set up, then run the whole test suite (what CI runs)
 #   make release    regenerate notebooks/ (the student release) from solutions/
-#   make grade      autograde submitted/, write feedback/ and grades.csv
+#   make grade      grade every submission under submitted/ (all cores), write feedback/ and grades.csv
+#   make bundle     the student bundle: dist/lecture2-student.zip
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,7 +11,7 @@ STAMP := $(VENV)/.installed
 # nbgrader starts `alembic` as a subprocess: the venv's bin/ must be on PATH.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup lab test test-fast release grade clean-grading
+.PHONY: setup lab test test-fast release grade bundle clean-grading
 
 setup: $(STAMP)
 
@@ -35,9 +36,10 @@ release: setup
 	$(BIN)/nbgrader generate_assignment lec02 --force
 
 grade: setup
-	$(BIN)/nbgrader autograde lec02 --force
-	$(BIN)/nbgrader generate_feedback lec02 --force
-	$(BIN)/nbgrader export --to grades.csv
+	$(BIN)/python -m tools.grade $(GRADE_ARGS)
+
+bundle: setup
+	$(BIN)/python -m tools.bundle
 
 clean-grading:
-	rm -rf submitted autograded feedback gradebook.db grades.csv
+	rm -rf submitted autograded feedback gradebook.db grades.csv dist
