@@ -50,6 +50,20 @@ HINTS: dict[str, str] = {
     "ceil": "GPU 个数要向上取整 (math.ceil)：round / floor / int() 给出的 GPU 不够，训练会超过期限 (deadline)。",
     "per_token": "差了 1000 倍：要的是每 1K (1,000) tokens 的成本，不是每个 token。",
     "per_million": "差了 1000 倍：要的是每 1K (1,000) tokens 的成本，不是每 1M tokens。",
+    "zero_grad_in_loop": "zero_grad() 放进了 micro-batch 的循环里：每次都清掉了前面累积的梯度，最后只剩最后一个 micro-batch 的。只在循环之前清一次。",
+    "zero_grad_missing": "开始前没有 zero_grad()：上一步留在 .grad 里的旧梯度 (stale gradients) 被累加了进来。",
+    "accum_weights": "micro-batch 大小不相等时，除以步数 (steps) 得不到大 batch 的梯度：每个 micro-batch 的 mean loss 要乘以它在大 batch 中的比例 n_i / N。",
+    "grads_cleared": ".grad 被清空了：optimizer.step() 之后不要再 zero_grad()，梯度要留在 .grad 里。",
+    "fp16_tiny_threshold": "你用了 tiny (最小正规数 smallest normal, 2**-14) 作阈值：FP16 还有次正规数 (subnormal)，直到 2**-24；只有 |x| <= 最小次正规数的一半 (2**-25) 才变成 0。",
+    "fp16_subnormal_not_half": "阈值差了一半：介于 2**-25 和最小次正规数 2**-24 之间的数会舍入 (round) 到 2**-24，不会变成 0；阈值是 2**-25。",
+    "fp16_round_half_even": "恰好等于 2**-25 的数在 0 和 2**-24 正中间：round-half-to-even 把它舍入到 0，所以条件是 <=，不是 <。",
+    "forgot_scale": "忘了乘以 scale：GradScaler 把 loss (因而每个梯度) 乘以 scale 之后，才在 FP16 里反向传播。",
+    "zeros_counted": "本来就是 0 的梯度也算进去了：只统计非零 (nonzero) 元素中被 cast 成 0 的比例。",
+    "master_weights": "参数被转成了低精度：混合精度要保留 FP32 的主权重 (master weights)，只让 autocast 里的 matmul 用 BF16/FP16。不要 model.to(torch.bfloat16)。",
+    "no_autocast": "Linear 的输出不是低精度：把前向 (forward) 和 loss 放进 torch.autocast(device_type=x.device.type, dtype=...)。",
+    "scaler_unused": "FP16 没有用 GradScaler：要 scaler.scale(loss).backward()、scaler.step(optimizer)、scaler.update()。",
+    "scaled_grads": "参数的变化大了 scale 倍：梯度还带着 loss scale。用 scaler.step(optimizer) (它先 unscale，遇到 inf/NaN 跳过这一步)，不要直接 optimizer.step()。",
+    "scaler_update": "忘了 scaler.update()：没有它，scale 既不会在 inf 之后减半，也不会在正常的步之后增长。",
 }
 
 
