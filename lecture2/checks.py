@@ -39,6 +39,10 @@ HINTS: dict[str, str] = {
     "forward_only": "只算了前向 (forward)；前向 + 反向 (backward) 约是前向的 3 倍。",
     "loss_not_divided": "loss 没有除以累积步数 (accumulation steps)：梯度大了 steps 倍。",
     "optimizer_states": "忘了优化器状态 (optimizer states)：Adam 每个参数还要存 m 和 v。",
+    "adam_step": "忘了 Adam 的计步器 (step counter)：每个参数 Tensor 一个 state['step']，fp32 标量 4 bytes。",
+    "master_weights": "忘了 fp32 master weights：混合精度的优化器状态是 master + m + v = 4 + 4 + 4 = 12 bytes/param。",
+    "attention_per_head": "attention 矩阵每个 head 一份：softmax 保存 (B, H, T, T)，即 B·H·T² 个元素，不是 B·T²。",
+    "rmsnorm_fp32": "RMSNorm 在 fp32 里计算：bf16/fp16 模型里它保存的 x、x̂ (归一化后) 和 rstd 都是 fp32 (4 bytes)。",
 }
 
 
