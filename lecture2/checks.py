@@ -64,6 +64,10 @@ HINTS: dict[str, str] = {
     "scaler_unused": "FP16 没有用 GradScaler：要 scaler.scale(loss).backward()、scaler.step(optimizer)、scaler.update()。",
     "scaled_grads": "参数的变化大了 scale 倍：梯度还带着 loss scale。用 scaler.step(optimizer) (它先 unscale，遇到 inf/NaN 跳过这一步)，不要直接 optimizer.step()。",
     "scaler_update": "忘了 scaler.update()：没有它，scale 既不会在 inf 之后减半，也不会在正常的步之后增长。",
+    "adam_step": "忘了 Adam 的计步器 (step counter)：每个参数 Tensor 一个 state['step']，fp32 标量 4 bytes。",
+    "master_weights_state": "忘了 fp32 master weights：混合精度的优化器状态是 master + m + v = 4 + 4 + 4 = 12 bytes/param。",
+    "attention_per_head": "attention 矩阵每个 head 一份：softmax 保存 (B, H, T, T)，即 B·H·T² 个元素，不是 B·T²。",
+    "rmsnorm_fp32": "RMSNorm 在 fp32 里计算：bf16/fp16 模型里它保存的 x、x̂ (归一化后) 和 rstd 都是 fp32 (4 bytes)。",
 }
 
 
