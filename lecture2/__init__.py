@@ -4,12 +4,15 @@ Modules, one job each:
     hardware  dense peak FLOP/s by GPU and dtype, memory, device detection, the CPU's measured peak
     measure   FLOPs of a callable, bytes saved for backward, peak CUDA memory, benchmark timing
     models    the small MLP, the pre-norm TransformerBlock and the GPT stack the notebooks measure
+    training_state  bytes a model and its optimizer hold right now (params, grads, optimizer states)
+    estimate  the accounting calculator's arithmetic (FLOPs, time, cost, memory recipes of a training run)
     checks    comparisons and mistake hints for the notebooks' test cells
     fmt       bytes, FLOPs and seconds for people
     plots     the figures the notebooks share
     cli       `python -m lecture2 ...`
+    guard     (grading only) undoes monkeypatching in graded kernels
 """
-from . import checks, fmt, hardware, measure, models
+from . import checks, estimate, fmt, hardware, measure, models, training_state
 
-__all__ = ["checks", "fmt", "hardware", "measure", "models"]
+__all__ = ["checks", "estimate", "fmt", "hardware", "measure", "models", "training_state"]
 __version__ = "0.1.0"

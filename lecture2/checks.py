@@ -68,6 +68,26 @@ HINTS: dict[str, str] = {
     "master_weights_state": "忘了 fp32 master weights：混合精度的优化器状态是 master + m + v = 4 + 4 + 4 = 12 bytes/param。",
     "attention_per_head": "attention 矩阵每个 head 一份：softmax 保存 (B, H, T, T)，即 B·H·T² 个元素，不是 B·T²。",
     "rmsnorm_fp32": "RMSNorm 在 fp32 里计算：bf16/fp16 模型里它保存的 x、x̂ (归一化后) 和 rstd 都是 fp32 (4 bytes)。",
+    # notebook 03: counting parameters, RMSNorm
+    "norm_weights": "忘了归一化层 (norm) 的 weight：每个 RMSNorm / LayerNorm 有 d_model 个参数，一个 block 有两个 (norm1, norm2)。",
+    "attention_proj": "注意力有 4 个 d×d 矩阵：Q、K、V (合并成 qkv: d → 3d) 和输出投影 proj (d → d)，别漏了 proj。",
+    "d_ff_ignored": "给了 d_ff 就要用它：FFN 是 d → d_ff → d，参数 2·d·d_ff，只有 d_ff=None 时才是 4d。",
+    "linear_bias": "bias=True 时每个 Linear 还有 out_features 个 bias：qkv 3d、proj d、up d_ff、down d。",
+    "rms_norm_bias": "RMSNorm 没有 bias (只有 weight)：bias=True 只给 Linear 和 LayerNorm 加 bias。",
+    "layernorm_bias": "LayerNorm(bias=True) 除了 weight 还有 d_model 个 bias。",
+    "position_embeddings": "忘了位置嵌入 (position embeddings, pos_emb)：block_size × d_model 个参数。",
+    "final_norm": "忘了最后一个归一化层 norm_f (在 lm_head 之前)。",
+    "tied_twice": "共享 (tied) 的矩阵被数了两次：lm_head.weight 就是 tok_emb.weight，parameters() 只算一次。",
+    "untied_head": "tie_embeddings=False 时 lm_head 有自己的 vocab_size × d_model 权重，别漏了。",
+    "rms_mean_not_square": "RMSNorm 用平方的均值 mean(x²) (mean of squares)，不是 x 的均值 mean(x)。",
+    "rms_layernorm": "这是 LayerNorm (减去了均值 mean)：RMSNorm 不做中心化 (no centering)，只除以 RMS。",
+    "rms_sum": "用了 sum(x²) 而不是 mean(x²)：要除以 d (特征维的长度)。",
+    "rms_no_sqrt": "忘了开方 (sqrt / rsqrt)：RMS = sqrt(mean(x²) + eps)。",
+    "rms_no_eps": "忘了 eps：y = x / sqrt(mean(x²) + eps) · weight (全 0 的输入会变成 NaN)。",
+    "rms_eps_outside": "eps 应加在 sqrt 里面：sqrt(mean(x²) + eps)，不是 sqrt(mean(x²)) + eps。",
+    "rms_dim": "归一化的维度不对：对最后一维 (dim=-1，特征维 d_model) 求均值，并用 keepdim=True。",
+    "rms_weight": "忘了乘以可学习的 weight (scale)。",
+    "rms_detached": "梯度要能流过 forward：不要用 .detach()、.data、.item() 或 torch.no_grad()。",
 }
 
 

@@ -4,9 +4,9 @@ Attention is written with explicit matmuls (no fused kernel), so PyTorch's FLOP 
 and autograd's saved tensors are the textbook ones. No dropout: the course counts what a deterministic
 step does.
 
-Parameter names (what `named_parameters()` prints):
-    TransformerBlock   norm1.weight, attention.qkv.weight, attention.proj.weight, norm2.weight,
-                       ffn.up.weight, ffn.down.weight   (+ .bias on each Linear and LayerNorm if bias=True)
+Parameter names (what `named_parameters()` prints, in this order: creation order):
+    TransformerBlock   attention.qkv.weight, attention.proj.weight, ffn.up.weight, ffn.down.weight,
+                       norm1.weight, norm2.weight   (+ .bias on each Linear and LayerNorm if bias=True)
     GPT                tok_emb.weight (V, d), pos_emb.weight (T_max, d), blocks.{i}.<block names>,
                        norm_f.weight, lm_head.weight (tied to tok_emb.weight unless tie_embeddings=False)
     MLP                layers.{0,2,4,...}.weight / .bias (Linear), activations in between
