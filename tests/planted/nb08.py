@@ -1,0 +1,201 @@
+from lecture2.checks import HINTS
+
+from . import Planted
+
+NOTEBOOK = "08_mfu_timing.ipynb"
+
+MISTAKES = [
+    Planted("ex08_my_benchmark", "the mean instead of the median", '''
+def my_benchmark(fn, warmup=3, repeat=10):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter(); fn()
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    return sum(ts) / len(ts)
+''', "平均值 (mean)"),
+    Planted("ex08_my_benchmark", "the minimum instead of the median", '''
+def my_benchmark(fn, warmup=3, repeat=10):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter(); fn()
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+''', "最小值 (min)"),
+    Planted("ex08_my_benchmark", "no warm-up", '''
+def my_benchmark(fn, warmup=3, repeat=10):
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter(); fn()
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+''', "少了 warm-up"),
+    Planted("ex08_my_benchmark", "the warm-up calls timed too", '''
+def my_benchmark(fn, warmup=3, repeat=10):
+    ts = []
+    for _ in range(warmup + repeat):
+        t0 = time.perf_counter(); fn()
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+''', "warm-up 的调用也被计时了"),
+    Planted("ex08_my_benchmark", "no synchronize before reading the clock", '''
+def my_benchmark(fn, warmup=3, repeat=10):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter(); fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+''', "torch.cuda.synchronize()"),
+    Planted("ex08_my_benchmark", "the total of the repeats", '''
+def my_benchmark(fn, warmup=3, repeat=10):
+    for _ in range(warmup):
+        fn()
+    if torch.cuda.is_available(): torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+    return time.perf_counter() - t0
+''', "总时间"),
+    Planted("ex08_my_benchmark", "milliseconds instead of seconds", '''
+def my_benchmark(fn, warmup=3, repeat=10):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter(); fn()
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+''', "毫秒 (ms)"),
+    Planted("ex08_mfu", "the forward pass only (2N + 4LdT)", '''
+def achieved_flops(flops, seconds):
+    return flops / seconds
+def training_flops_per_token(n_params, n_layer, d_attn, seq_len):
+    return 2 * n_params + 4 * n_layer * d_attn * seq_len
+def mfu(model_flops_per_token, tokens_per_step, step_seconds, peak):
+    return model_flops_per_token * tokens_per_step / step_seconds / peak
+''', HINTS["forward_only"]),
+    Planted("ex08_mfu", "the multiply-add counted once (3N)", '''
+def achieved_flops(flops, seconds):
+    return flops / seconds
+def training_flops_per_token(n_params, n_layer, d_attn, seq_len):
+    return 3 * n_params + 6 * n_layer * d_attn * seq_len
+def mfu(model_flops_per_token, tokens_per_step, step_seconds, peak):
+    return model_flops_per_token * tokens_per_step / step_seconds / peak
+''', HINTS["multiply_add"]),
+    Planted("ex08_mfu", "no attention term", '''
+def achieved_flops(flops, seconds):
+    return flops / seconds
+def training_flops_per_token(n_params, n_layer, d_attn, seq_len):
+    return 6 * n_params
+def mfu(model_flops_per_token, tokens_per_step, step_seconds, peak):
+    return model_flops_per_token * tokens_per_step / step_seconds / peak
+''', "少了注意力 (attention) 项"),
+    Planted("ex08_mfu", "FLOPs per sequence instead of per token", '''
+def achieved_flops(flops, seconds):
+    return flops / seconds
+def training_flops_per_token(n_params, n_layer, d_attn, seq_len):
+    return (6 * n_params + 12 * n_layer * d_attn * seq_len) * seq_len
+def mfu(model_flops_per_token, tokens_per_step, step_seconds, peak):
+    return model_flops_per_token * tokens_per_step / step_seconds / peak
+''', "每条序列 (sequence)"),
+    Planted("ex08_mfu", "MFU as a percentage", '''
+def achieved_flops(flops, seconds):
+    return flops / seconds
+def training_flops_per_token(n_params, n_layer, d_attn, seq_len):
+    return 6 * n_params + 12 * n_layer * d_attn * seq_len
+def mfu(model_flops_per_token, tokens_per_step, step_seconds, peak):
+    return 100 * model_flops_per_token * tokens_per_step / step_seconds / peak
+''', "不是百分数"),
+    Planted("ex08_mfu", "TFLOP/s instead of FLOP/s", '''
+def achieved_flops(flops, seconds):
+    return flops / seconds / 1e12
+def training_flops_per_token(n_params, n_layer, d_attn, seq_len):
+    return 6 * n_params + 12 * n_layer * d_attn * seq_len
+def mfu(model_flops_per_token, tokens_per_step, step_seconds, peak):
+    return model_flops_per_token * tokens_per_step / step_seconds / peak
+''', "不是 TFLOP/s"),
+    Planted("ex08_mfu", "tokens per step forgotten", '''
+def achieved_flops(flops, seconds):
+    return flops / seconds
+def training_flops_per_token(n_params, n_layer, d_attn, seq_len):
+    return 6 * n_params + 12 * n_layer * d_attn * seq_len
+def mfu(model_flops_per_token, tokens_per_step, step_seconds, peak):
+    return model_flops_per_token / step_seconds / peak
+''', "忘了乘 tokens_per_step"),
+    Planted("ex08_checklist", "no gradient counted as finite (all of nothing)", '''
+def training_checklist(model, optimizer, loader):
+    params = list(model.parameters())
+    ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    return {"on_gpu": all(p.is_cuda for p in params),
+            "bf16": all(p.dtype == torch.bfloat16 for p in params),
+            "loader_workers": loader.num_workers > 0,
+            "grad_finite": all(bool(torch.isfinite(p.grad).all()) for p in params if p.grad is not None),
+            "optimizer_has_params": all(id(p) in ids for p in params if p.requires_grad)}
+''', "还没有任何梯度"),
+    Planted("ex08_checklist", "only NaN, not inf", '''
+def training_checklist(model, optimizer, loader):
+    params = list(model.parameters())
+    ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    grads = [p.grad for p in params if p.grad is not None]
+    return {"on_gpu": all(p.is_cuda for p in params),
+            "bf16": all(p.dtype == torch.bfloat16 for p in params),
+            "loader_workers": loader.num_workers > 0,
+            "grad_finite": bool(grads) and not any(bool(torch.isnan(g).any()) for g in grads),
+            "optimizer_has_params": all(id(p) in ids for p in params if p.requires_grad)}
+''', "NaN 和 inf 都不是有限值"),
+    Planted("ex08_checklist", "only the first parameter's dtype", '''
+def training_checklist(model, optimizer, loader):
+    params = list(model.parameters())
+    ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    grads = [p.grad for p in params if p.grad is not None]
+    return {"on_gpu": all(p.is_cuda for p in params),
+            "bf16": params[0].dtype == torch.bfloat16,
+            "loader_workers": loader.num_workers > 0,
+            "grad_finite": bool(grads) and all(bool(torch.isfinite(g).all()) for g in grads),
+            "optimizer_has_params": all(id(p) in ids for p in params if p.requires_grad)}
+''', "不只是第一个"),
+    Planted("ex08_checklist", "the optimizer compared by count", '''
+def training_checklist(model, optimizer, loader):
+    params = list(model.parameters())
+    n_opt = sum(len(g["params"]) for g in optimizer.param_groups)
+    grads = [p.grad for p in params if p.grad is not None]
+    return {"on_gpu": all(p.is_cuda for p in params),
+            "bf16": all(p.dtype == torch.bfloat16 for p in params),
+            "loader_workers": loader.num_workers > 0,
+            "grad_finite": bool(grads) and all(bool(torch.isfinite(g).all()) for g in grads),
+            "optimizer_has_params": n_opt >= sum(p.requires_grad for p in params)}
+''', "不是按个数"),
+    Planted("ex08_checklist", "a tensor instead of a bool", '''
+def training_checklist(model, optimizer, loader):
+    params = list(model.parameters())
+    ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    grads = [p.grad for p in params if p.grad is not None]
+    return {"on_gpu": all(p.is_cuda for p in params),
+            "bf16": all(p.dtype == torch.bfloat16 for p in params),
+            "loader_workers": loader.num_workers > 0,
+            "grad_finite": torch.stack([torch.isfinite(g).all() for g in grads]).all() if grads else False,
+            "optimizer_has_params": all(id(p) in ids for p in params if p.requires_grad)}
+''', "应返回 bool"),
+    Planted("ex08_checklist", "the machine's GPU instead of the model's device", '''
+def training_checklist(model, optimizer, loader):
+    params = list(model.parameters())
+    ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    grads = [p.grad for p in params if p.grad is not None]
+    return {"on_gpu": torch.cuda.is_available(),
+            "bf16": all(p.dtype == torch.bfloat16 for p in params),
+            "loader_workers": loader.num_workers > 0,
+            "grad_finite": bool(grads) and all(bool(torch.isfinite(g).all()) for g in grads),
+            "optimizer_has_params": all(id(p) in ids for p in params if p.requires_grad)}
+''', "不是机器有没有 GPU"),
+]
