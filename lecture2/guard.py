@@ -1,7 +1,7 @@
 """A guard for grading kernels: before every cell, put back what a submission may have monkeypatched.
 
 Installed by the class grader (tools/grade.py) through the kernel's `exec_lines`; never imported by a
-notebook. Before each cell it restores the builtins, the top-level attributes of `math`, `random`,
+notebook. Right after each cell runs, and again before the next, it restores the builtins, the top-level attributes of `math`, `random`,
 `importlib`, `torch` and `torch.Tensor`, and lecture2's own modules, to what they were when the kernel
 started, so a test cell always checks with the real functions. It replaces `os._exit` with an error, so a
 submission cannot kill its kernel that way. Each restore is printed once with a marker the grader reports.
@@ -16,6 +16,8 @@ import random
 import sys
 
 MARKER = "[lecture2-guard] restored"
+# The builtins `restore` itself calls, taken now: a submission may have replaced the builtins it restores.
+_vars, _setattr, _delattr, _isinstance, _sorted, _print, _type = vars, setattr, delattr, isinstance, sorted, print, type
 
 
 def _modules():
@@ -46,7 +48,14 @@ class Guard:
                 sys.modules[name] = module
                 restored.append(f"sys.modules[{name!r}]")
         for name, (module, snapshot) in self.saved.items():
-            current = vars(module)
+            current = _vars(module)
+            if _isinstance(module, _type):  # a class: an attribute added here shadows its base (Tensor.nbytes)
+                for key in [k for k in current if k not in snapshot]:
+                    try:
+                        _delattr(module, key)
+                        restored.append(f"{name}.{key}")
+                    except (AttributeError, TypeError):
+                        pass
             for key, value in snapshot.items():
                 if key in ("__dict__", "__weakref__", "__doc__") or key in _IPYTHON_OWNED:
                     continue
@@ -54,13 +63,13 @@ class Guard:
                 if now is value or (name.startswith("lecture2") and _same(now, value)):
                     continue
                 try:
-                    setattr(module, key, value)
+                    _setattr(module, key, value)
                 except (AttributeError, TypeError):
                     continue
                 restored.append(f"{name}.{key}")
         os._exit = _no_exit
         if restored:
-            print(f"{MARKER}: {', '.join(sorted(restored))}", file=sys.stderr)
+            _print(f"{MARKER}: {', '.join(_sorted(restored))}", file=sys.stderr)
         return restored
 
 
@@ -93,5 +102,6 @@ def install() -> Guard:
     os._exit = _no_exit
     guard.saved["os"] = (os, dict(vars(os)))  # the patched _exit is the reference from now on
     ip = get_ipython()  # noqa: F821  (defined inside IPython)
+    ip.events.register("post_execute", guard.restore)  # at once, before IPython itself needs the builtins
     ip.events.register("pre_run_cell", guard.restore)
     return guard
