@@ -23,16 +23,24 @@ def notebook_names() -> list[str]:
     return sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
 
 
+def _region_lines(name: str, begin: str, end: str, min_length: int) -> set[str]:
+    inside, outside = set(), set()
+    pattern = rf"### {begin}\n(.*?)### {end}"
+    for cell in nbformat.read(SOLUTIONS / name, as_version=4).cells:
+        for region in re.findall(pattern, cell.source, re.S):
+            inside |= {line.strip() for line in region.splitlines() if len(line.strip()) >= min_length}
+        outside |= {line.strip() for line in re.sub(pattern, "", cell.source, flags=re.S).splitlines()}
+    return inside - outside
+
+
 def hidden_lines(name: str, min_length: int = 20) -> set[str]:
     """Lines that appear only inside the hidden-test regions of a solutions notebook (stripped)."""
-    hidden, visible = set(), set()
-    for cell in nbformat.read(SOLUTIONS / name, as_version=4).cells:
-        regions = re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", cell.source, re.S)
-        for region in regions:
-            hidden |= {line.strip() for line in region.splitlines() if len(line.strip()) >= min_length}
-        outside = re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS", "", cell.source, flags=re.S)
-        visible |= {line.strip() for line in outside.splitlines()}
-    return hidden - visible
+    return _region_lines(name, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", min_length)
+
+
+def solution_lines(name: str, min_length: int = 13) -> set[str]:
+    """Lines that appear only inside the solution regions of a solutions notebook (stripped)."""
+    return _region_lines(name, "BEGIN SOLUTION", "END SOLUTION", min_length)
 
 
 def nbgrader_env() -> dict[str, str]:

@@ -4,7 +4,7 @@ import zipfile
 
 import nbformat
 
-from conftest import SOLUTIONS, notebook_names
+from conftest import hidden_lines, notebook_names, solution_lines
 from tools import bundle
 
 
@@ -23,17 +23,11 @@ def test_nothing_of_the_solutions_leaks_into_the_bundle(tmp_path):
     zf = zipfile.ZipFile(bundle.write(tmp_path / "b.zip"))
     for name in zf.namelist():
         assert not re.search(r"/(solutions|tests|tools|submitted|autograded|feedback)/|gradebook|grades\.csv", name), name
-    solution_lines, hidden = set(), set()
-    for nb_name in notebook_names():
-        for cell in nbformat.read(SOLUTIONS / nb_name, as_version=4).cells:
-            for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S):
-                solution_lines |= {line.strip() for line in region.splitlines() if len(line.strip()) > 12}
-            for region in re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", cell.source, re.S):
-                hidden |= {line.strip() for line in region.splitlines() if len(line.strip()) > 20}
     for name in zf.namelist():
         text = zf.read(name).decode("utf-8", errors="replace")
         assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text, name
         if name.endswith(".ipynb"):
+            nb_name = name.rsplit("/", 1)[-1]
             sources = {line.strip() for c in nbformat.reads(text, as_version=4).cells for line in c.source.splitlines()}
-            visible = solution_lines & sources
-            assert not visible, f"{name}: solution code {sorted(visible)[:2]}"
+            leaked = (solution_lines(nb_name) | hidden_lines(nb_name)) & sources
+            assert not leaked, f"{name}: solution code or hidden tests {sorted(leaked)[:2]}"

@@ -7,7 +7,7 @@ import re
 import nbformat
 import pytest
 
-from conftest import ASSIGNMENT, RELEASE, ROOT, SOLUTIONS, hidden_lines, nbgrader, notebook_names
+from conftest import ASSIGNMENT, RELEASE, ROOT, SOLUTIONS, hidden_lines, nbgrader, notebook_names, solution_lines
 
 
 def test_every_solution_has_a_release():
@@ -28,16 +28,6 @@ def test_release_is_regenerated_identically(course, tmp_path):
         assert fresh == committed, f"notebooks/{ASSIGNMENT}/{name} is stale: run `make release` and commit it"
 
 
-def _solution_lines() -> set[str]:
-    """Distinctive lines of code inside the solutions' BEGIN/END SOLUTION regions."""
-    lines = set()
-    for name in notebook_names():
-        for cell in nbformat.read(SOLUTIONS / name, as_version=4).cells:
-            for region in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S):
-                lines |= {line.strip() for line in region.splitlines() if len(line.strip()) > 12}
-    return lines
-
-
 @pytest.mark.parametrize("name", notebook_names())
 def test_release_leaks_nothing(name):
     """Does the release hold no solution code, no hidden test, no marker and no output?"""
@@ -46,7 +36,7 @@ def test_release_leaks_nothing(name):
         assert marker not in text, f"{name}: {marker!r} in the release"
     nb = nbformat.read(RELEASE / name, as_version=4)
     sources = {line.strip() for c in nb.cells for line in c.source.splitlines()}
-    leaked = [line for line in _solution_lines() if line in sources]
+    leaked = [line for line in solution_lines(name) if line in sources]
     assert not leaked, f"{name}: solution code in the release: {leaked[:3]}"
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{name}: outputs in the release"
     assert not [line for line in hidden_lines(name) if line in sources], f"{name}: hidden tests in the release"

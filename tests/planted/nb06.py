@@ -78,3 +78,13 @@ def activation_bytes_per_layer(B, T, d, n_heads, dtype_bytes=4):
     return 4 * (4 * B * T * d + 2 * B * T) + dtype_bytes * (14 * B * T * d + 2 * B * n_heads * T * T)
 ''', "同一个 storage"),
 ]
+
+MISTAKES.append(Planted("ex06_training_state", "the calculator's memory table used", '''
+def training_state_bytes(n_params, recipe, n_tensors=0):
+    import lecture2.estimate as e
+    name = {"fp32_adam": "fp32 Adam", "bf16_mixed_adam": "bf16 mixed Adam", "sgd": "fp32 SGD",
+            "sgd_momentum": "fp32 SGD momentum", "bf16_sgd": "bf16 SGD"}[recipe]
+    r = e.MEMORY_RECIPES[name]
+    step = 4 * n_tensors if recipe.endswith("adam") else 0
+    return {"params": r.weights * n_params, "grads": r.gradients * n_params, "optimizer": r.optimizer * n_params + step}
+''', "KeyError"))

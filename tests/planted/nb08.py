@@ -199,3 +199,8 @@ def training_checklist(model, optimizer, loader):
             "optimizer_has_params": all(id(p) in ids for p in params if p.requires_grad)}
 ''', "不是机器有没有 GPU"),
 ]
+
+MISTAKES.append(Planted("ex08_my_benchmark", "the course's own timer called", '''
+def my_benchmark(fn, warmup=3, repeat=10):
+    return float(measure.benchmark(fn, warmup=warmup, repeat=repeat).median)
+''', "不能调用 lecture2.measure.benchmark"))
