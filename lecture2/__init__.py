@@ -9,6 +9,7 @@ Modules, one job each:
     checks    comparisons and mistake hints for the notebooks' test cells
     fmt       bytes, FLOPs and seconds for people
     plots     the figures the notebooks share
+    profile   a device profile (matmul FLOP/s, bandwidth, predictions vs measurements) and the shipped ones
     cli       `python -m lecture2 ...`
     guard     (grading only) undoes monkeypatching in graded kernels
 """

@@ -2,6 +2,7 @@
 
     python -m lecture2 env        the device, its dtype support and the peak FLOP/s that applies
     python -m lecture2 estimate   FLOPs, time, GPU-hours, cost and memory of a training run
+    python -m lecture2 profile    measure this device and the course's predictions; write a JSON profile
 
 Example (the lecture's §6: a 7B model on 2T tokens on 256 H100 at 40% MFU, $2.5 per GPU-hour):
 
@@ -177,6 +178,23 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_profile(args: argparse.Namespace) -> int:
+    """Measure this device (CUDA or CPU), write the profile as JSON to --out, print the headline figures."""
+    from pathlib import Path
+
+    from . import profile
+
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        args.parser.error(f"--out: directory {str(out.parent)!r} does not exist (create it first)")
+    command = "python -m lecture2 " + " ".join(args.argv)
+    result = profile.run(compile_model=False if args.no_compile else None, command=command)
+    profile.save(result, out)
+    print(profile.summary(result))
+    print(f"wrote {out} in {result['made']['seconds']:.0f} s")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lecture2", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -204,6 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the peak column of the table (default bf16)")
     est.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     est.set_defaults(func=cmd_estimate, parser=est)
+    prof = sub.add_parser(
+        "profile", help="measure this device and the course's predictions; write a JSON profile",
+        description="Matmul FLOP/s by size and dtype against the peak that applies, copy bandwidth, and on "
+                    "lecture2's models FLOPs, activation and training-state bytes predicted vs measured, "
+                    "checkpointing, a training step's MFU. Small sizes on a CPU (< 2 min), large on CUDA.",
+        epilog="example: python -m lecture2 profile --out lecture2/profiles/h200.json")
+    prof.add_argument("--out", required=True, metavar="FILE.json", help="where to write the profile (JSON)")
+    prof.add_argument("--no-compile", action="store_true", help="skip the torch.compile'd step (CUDA only)")
+    prof.set_defaults(func=cmd_profile, parser=prof)
     return parser
 
 
@@ -213,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    args.argv = sys.argv[1:] if argv is None else list(argv)
     return args.func(args)
 
 

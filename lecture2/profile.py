@@ -1,0 +1,466 @@
+"""A device profile: what this machine achieves, and how the course's predictions hold up on it.
+
+`run()` measures on the device present (CUDA or CPU) and returns one JSON-serialisable dict:
+    device     name, memory, torch version, dtype support
+    matmul     achieved FLOP/s over a size sweep per dtype, with the fraction of the peak that applies
+               (the datasheet row of lecture2.hardware on CUDA; on CPU the best fp32 matmul measured here)
+    bandwidth  achieved bytes/s of a memory-bound op (a large copy: read + write)
+    models     lecture2's models: FLOPs predicted vs counted, activation and training-state bytes
+               predicted vs measured, checkpointing's saving and overhead, a training step's time and MFU
+Counts and bytes are exact and the same on every run of the same `config`; timings are the best of a
+few calls.
+Sizes come from `config(device)`: small on a CPU (under 2 minutes), large on CUDA (a few minutes).
+
+Profiles shipped with the package (lecture2/profiles/*.json) load by name: `shipped()`, `load(name)`;
+`compare(mine, reference)` sets two side by side. Make one with `python -m lecture2 profile --out FILE`.
+Units: FLOPs, FLOP/s, bytes, bytes/s, seconds.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from . import fmt, hardware, measure, models, training_state
+
+__all__ = ["SCHEMA_VERSION", "UnknownProfile", "config", "device_info", "matmul_sweep", "bandwidth",
+           "model_counts", "checkpointing", "train_step", "run", "save", "summary", "shipped", "load", "compare"]
+
+SCHEMA_VERSION = 1
+PROFILES = Path(__file__).resolve().parent / "profiles"
+_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def config(device: str) -> dict:
+    """The sizes to profile `device` with ("cpu": small, whole profile < 2 min on 2 cores; "cuda": large)."""
+    if device == "cuda":
+        return {
+            "matmul_sizes": {"fp32": [1024, 2048, 4096, 8192], "tf32": [1024, 2048, 4096, 8192],
+                             "bf16": [1024, 2048, 4096, 8192, 16384], "fp16": [1024, 2048, 4096, 8192, 16384],
+                             "fp8": [1024, 2048, 4096, 8192, 16384]},
+            "matmul_repeat": 10,
+            "copy_bytes": 2**31,  # 2 GiB: far beyond any cache
+            "block": {"B": 8, "T": 1024, "d": 2048, "n_heads": 16},
+            "gpt": {"vocab_size": 50304, "block_size": 1024, "n_layer": 12, "n_head": 16, "d_model": 1024,
+                    "B": 8, "T": 1024},
+            "step_repeat": 10,
+        }
+    return {
+        # bf16/fp16 matmuls are emulated on most CPUs (~1 GFLOP/s): smaller sizes keep them quick
+        "matmul_sizes": {"fp32": [256, 512, 1024], "bf16": [128, 256, 512], "fp16": [128, 256, 512]},
+        "matmul_repeat": 3,
+        "copy_bytes": 2**27,  # 128 MiB: beyond the last-level cache
+        "block": {"B": 4, "T": 64, "d": 128, "n_heads": 4},
+        "gpt": {"vocab_size": 512, "block_size": 64, "n_layer": 2, "n_head": 4, "d_model": 128, "B": 4, "T": 64},
+        "step_repeat": 5,
+    }
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _seconds(fn, device: str, repeat: int, warmup: int = 1) -> float:
+    """The best of `repeat` timed calls: on a shared machine a neighbour slows some calls, never speeds one."""
+    return measure.benchmark(fn, warmup=warmup, repeat=repeat, device=device).best
+
+
+def _dtype_works(dtype: torch.dtype, device: str) -> bool:
+    try:
+        a = torch.ones(16, 16, dtype=dtype, device=device)
+        (a @ a).sum().item()
+        return True
+    except (RuntimeError, TypeError, NotImplementedError):
+        return False
+
+
+def _cpu_name() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def device_info(device: str) -> dict:
+    """Device name, memory (bytes), torch version, which matmul dtypes run, and the datasheet row if any."""
+    info = {"device": device, "torch": torch.__version__, "python": platform.python_version()}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        info.update(name=props.name, memory_bytes=props.total_memory, capability=f"{props.major}.{props.minor}")
+        try:
+            info["datasheet"] = hardware.gpu_from_device_name(props.name).name
+        except hardware.UnknownGPU:
+            info["datasheet"] = None
+    else:
+        import os
+        info.update(name=_cpu_name(), threads=torch.get_num_threads(), cores=os.cpu_count(), datasheet=None)
+        with contextlib.suppress(OSError, ValueError):
+            pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+            info["memory_bytes"] = int(pages)
+    info["dtypes"] = {k: _dtype_works(d, device) for k, d in (("fp32", torch.float32), ("bf16", torch.bfloat16),
+                                                                ("fp16", torch.float16))}
+    return info
+
+
+def _matmul_fn(key: str, n: int, device: str):
+    """A zero-argument n x n x n matmul in dtype `key`, or a ValueError saying why it cannot run here."""
+    if key == "fp8":
+        if device != "cuda" or torch.cuda.get_device_capability() < (8, 9):
+            raise ValueError("fp8 matmul needs CUDA compute capability >= 8.9 (Ada, Hopper or newer)")
+        a = torch.randn(n, n, device=device).to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device=device).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
+        one = torch.ones((), device=device)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    if key == "tf32" and device != "cuda":
+        raise ValueError("tf32 is a CUDA tensor-core mode")
+    a = torch.randn(n, n, device=device, dtype=_DTYPES[key])
+    b = torch.randn(n, n, device=device, dtype=_DTYPES[key])
+    return lambda: a @ b
+
+
+@contextlib.contextmanager
+def _tf32(enabled: bool):
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+def matmul_sweep(device: str, sizes: dict[str, list[int]], repeat: int, progress=None) -> dict:
+    """Achieved FLOP/s (2n^3 / best time) per dtype and size, with the fraction of the peak that applies.
+
+    Returns {dtype: {"sizes": [{"n", "seconds", "flops_per_s", "fraction_of_peak"}], "best_flops_per_s",
+    "peak_flops_per_s", "peak_source"}} or {dtype: {"skipped": why}}. On CPU the peak is the best fp32
+    figure of this sweep (fp32 is swept first).
+    """
+    result: dict = {}
+    spec = None
+    if device == "cuda":
+        with contextlib.suppress(hardware.UnknownGPU):
+            spec = hardware.gpu_from_device_name(torch.cuda.get_device_name())
+    for key, ns in sizes.items():
+        rows, why = [], None
+        try:
+            for n in ns:
+                with _tf32(key == "tf32"):
+                    fn = _matmul_fn(key, n, device)
+                    seconds = _seconds(fn, device, repeat)
+                rows.append({"n": n, "seconds": seconds, "flops_per_s": 2 * n**3 / seconds})
+                del fn
+                if progress:
+                    progress(f"matmul {key} {n}")
+        except (ValueError, RuntimeError, TypeError, NotImplementedError) as err:  # out of memory included
+            why = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
+            if progress:
+                progress(f"matmul {key} stopped", steps=len(ns) - len(rows))
+        if not rows:
+            result[key] = {"skipped": why}
+            continue
+        best = max(r["flops_per_s"] for r in rows)
+        if device == "cuda":
+            peak = spec.peak.get(key) if spec else None
+            source = spec.source if spec and peak else None
+        else:
+            peak = result["fp32"]["best_flops_per_s"] if key != "fp32" else best
+            source = "best fp32 matmul of this sweep (no datasheet applies on a CPU)"
+        for r in rows:
+            r["fraction_of_peak"] = r["flops_per_s"] / peak if peak else None
+        result[key] = {"sizes": rows, "best_flops_per_s": best, "peak_flops_per_s": peak, "peak_source": source}
+        if why:
+            result[key]["stopped"] = why  # the sizes after the last row did not run
+    return result
+
+
+def bandwidth(device: str, n_bytes: int, repeat: int) -> dict:
+    """Achieved bytes/s of `dst.copy_(src)` on `n_bytes` of fp32: 2 x n_bytes move (read src, write dst)."""
+    src = torch.randn(n_bytes // 4, device=device)
+    dst = torch.empty_like(src)
+    seconds = _seconds(lambda: dst.copy_(src), device, repeat)
+    result = {"op": "copy", "bytes": n_bytes, "bytes_moved": 2 * n_bytes, "seconds": seconds,
+              "bytes_per_s": 2 * n_bytes / seconds}
+    if device == "cuda":
+        with contextlib.suppress(hardware.UnknownGPU):
+            spec = hardware.gpu_from_device_name(torch.cuda.get_device_name())
+            result["datasheet_bytes_per_s"] = spec.bandwidth_bytes_per_s
+            result["fraction_of_datasheet"] = result["bytes_per_s"] / spec.bandwidth_bytes_per_s
+    return result
+
+
+def _gpt(cfg: dict, device: str) -> tuple[models.GPT, torch.Tensor]:
+    torch.manual_seed(0)
+    gc = models.GPTConfig(**{k: v for k, v in cfg.items() if k not in ("B", "T")})
+    model = models.GPT(gc).to(device)
+    idx = torch.randint(0, gc.vocab_size, (cfg["B"], cfg["T"]), device=device)
+    return model, idx
+
+
+def _matmul_params(model: models.GPT) -> int:
+    """Parameters that enter a matmul: the blocks' Linear weights and the LM head (embeddings are lookups)."""
+    return sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+
+
+def _gpt_flops_per_token(model: models.GPT, T: int) -> dict:
+    """The lecture's 6N + 12 L d T per token (PaLM appendix B): N the matmul parameters, attention at length T."""
+    c = model.config
+    n = _matmul_params(model)
+    return {"n_matmul_params": n, "six_n": 6 * n, "attention": 12 * c.n_layer * c.d_model * T,
+            "total": 6 * n + 12 * c.n_layer * c.d_model * T}
+
+
+def model_counts(cfg: dict, device: str = "cpu") -> dict:
+    """Exact counts on lecture2's models: FLOPs, activation bytes, training-state bytes, predicted vs measured."""
+    b = cfg["block"]
+    B, T, d, H = b["B"], b["T"], b["d"], b["n_heads"]
+    torch.manual_seed(0)
+    block = models.TransformerBlock(d, H).to(device)
+    x = torch.randn(B, T, d, device=device, requires_grad=True)
+    counted = measure.count_flops(lambda: block(x))
+    out: dict = {"block_forward_flops": {
+        "formula": "24 B T d^2 + 4 B T^2 d", "predicted": 24 * B * T * d**2 + 4 * B * T**2 * d, "counted": counted}}
+
+    saved = measure.saved_bytes(lambda: block(x), exclude=block.parameters())
+    # the lecture's rough per-layer formula (§4.2): 20 B T d + 2 B T^2 bytes in bf16, here in fp32 (x2)
+    rough = 2 * (20 * B * T * d + 2 * B * T * T)
+    act = {"dtype": "fp32", "lecture_rough_predicted": rough, "saved_bytes": saved}
+    if device == "cuda":
+        act["peak_memory"] = measure.peak_memory(lambda: block(x))
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        y = block(x)
+        torch.cuda.synchronize()
+        # what the graph holds: allocated during the forward, less its output, plus the input it keeps
+        # (norm1 saves x, which was allocated before); comparable with saved_bytes up to 512-byte rounding
+        act["held_after_forward"] = (torch.cuda.memory_allocated() - before - y.untyped_storage().nbytes()
+                                     + x.untyped_storage().nbytes())
+        del y
+    out["block_activation_bytes"] = act
+
+    g = cfg["gpt"]
+    if device == "cuda":
+        torch.cuda.synchronize()
+        baseline = torch.cuda.memory_allocated()
+    model, idx = _gpt(g, device)
+    per_token = _gpt_flops_per_token(model, g["T"])
+    step_flops = measure.count_flops(lambda: model.loss(idx, idx).backward())
+    out["gpt_train_flops"] = {"formula": "(6 N + 12 L d T) B T", "per_token_predicted": per_token,
+                              "predicted": per_token["total"] * g["B"] * g["T"], "counted": step_flops}
+
+    n_params = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt.step()
+    held = training_state.state_bytes(model.parameters(), opt)
+    state = {"recipe": "fp32 Adam", "n_params": n_params, "predicted": 16 * n_params,
+             "held": held, "held_total": sum(held.values())}
+    if device == "cuda":
+        torch.cuda.synchronize()
+        # allocated since the model was built, less the token ids; each block is rounded up to 512 bytes
+        state["memory_allocated"] = torch.cuda.memory_allocated() - baseline - idx.untyped_storage().nbytes()
+        on_device = [t for p in model.parameters() for t in (p, p.grad, *opt.state[p].values())
+                     if isinstance(t, torch.Tensor) and t.is_cuda]  # Adam's step counters stay on the CPU
+        state["held_on_device"] = training_state.held_bytes(on_device)
+        state["n_tensors"] = len(on_device)
+    out["gpt_state_bytes"] = state
+    return out
+
+
+class _Blocks(torch.nn.Module):
+    def __init__(self, n: int, d: int, h: int, use_checkpoint: bool):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(models.TransformerBlock(d, h) for _ in range(n))
+        self.use_checkpoint = use_checkpoint
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = checkpoint(block, x, use_reentrant=False) if self.use_checkpoint else block(x)
+        return x
+
+
+def checkpointing(cfg: dict, device: str, repeat: int) -> dict:
+    """Bytes saved for backward and forward+backward time of the GPT's blocks, plain vs checkpointed per block.
+
+    The two are timed alternately (best of `repeat` each), so that a busy neighbour slows both alike.
+    """
+    b, g = cfg["block"], cfg["gpt"]
+    result: dict = {"n_layer": g["n_layer"], **b}
+    steps = {}
+    for mode in ("plain", "per_block"):
+        torch.manual_seed(0)
+        stack = _Blocks(g["n_layer"], b["d"], b["n_heads"], mode == "per_block").to(device)
+        x = torch.randn(b["B"], b["T"], b["d"], device=device, requires_grad=True)
+        r = {"saved_bytes": measure.saved_bytes(lambda s=stack, x=x: s(x), exclude=stack.parameters())}
+        steps[mode] = lambda s=stack, x=x: s(x).sum().backward()
+        if device == "cuda":
+            r["peak_memory"] = measure.peak_memory(steps[mode])
+        steps[mode]()  # warm-up
+        result[mode] = r
+    times = {mode: [] for mode in steps}
+    for _ in range(repeat):
+        for mode, fn in steps.items():
+            times[mode].append(measure.benchmark(fn, warmup=0, repeat=1, device=device).best)
+    for mode in steps:
+        result[mode]["seconds"] = min(times[mode])
+    result["saved_bytes_ratio"] = result["per_block"]["saved_bytes"] / result["plain"]["saved_bytes"]
+    result["time_overhead"] = result["per_block"]["seconds"] / result["plain"]["seconds"] - 1
+    return result
+
+
+def train_step(cfg: dict, device: str, repeat: int, peak: dict, compile_model: bool = False) -> dict:
+    """Time and MFU of a GPT training step (forward, backward, Adam) in fp32 and in bf16 autocast.
+
+    MFU = (6N + 12 L d T) x B T / step time / peak; the peak is `peak[dtype]` (CUDA: datasheet; CPU: the
+    measured fp32 matmul peak for both: bf16 is emulated on most CPUs, and its MFU shows what that costs).
+    """
+    g = cfg["gpt"]
+    result: dict = {}
+    variants = [("fp32", False), ("bf16", False)] + ([("bf16", True)] if compile_model else [])
+    for dtype, compiled in variants:
+        name = dtype + ("_compiled" if compiled else "")
+        model, idx = _gpt(g, device)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+        fwd = torch.compile(model) if compiled else model
+
+        def step():
+            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=dtype == "bf16"):
+                logits = fwd(idx)
+                loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), idx.flatten())
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        try:
+            seconds = _seconds(step, device, repeat, warmup=3 if compiled else 1)
+        except Exception as err:  # torch.compile fails in many ways on unusual setups; record why
+            result[name] = {"skipped": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
+            continue
+        flops = _gpt_flops_per_token(model, g["T"])["total"] * g["B"] * g["T"]
+        p = peak.get(dtype)
+        result[name] = {"seconds": seconds, "model_flops": flops, "flops_per_s": flops / seconds,
+                        "tokens_per_s": g["B"] * g["T"] / seconds, "peak_flops_per_s": p,
+                        "mfu": flops / seconds / p if p else None}
+    return result
+
+
+class _Progress:
+    """A one-line progress bar on stderr: [#####.....] 12/40 matmul bf16 4096."""
+
+    def __init__(self, total: int, stream=None):
+        self.total, self.done, self.stream = total, 0, stream or sys.stderr
+        self.start = time.perf_counter()
+
+    def __call__(self, what: str, steps: int = 1) -> None:
+        self.done = min(self.total, self.done + steps)
+        width = 30
+        filled = width * self.done // self.total
+        elapsed = time.perf_counter() - self.start
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                          f"{elapsed:5.1f}s {what:<32.32}")
+        if self.done == self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def run(device: str | None = None, cfg: dict | None = None, compile_model: bool | None = None,
+        progress: bool = True, command: str | None = None) -> dict:
+    """The whole profile of `device` (default: the detected one, CUDA or CPU) as one JSON-serialisable dict."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    cfg = cfg or config(device)
+    compile_model = device == "cuda" if compile_model is None else compile_model
+    total = sum(len(v) for v in cfg["matmul_sizes"].values()) + 4
+    bar = _Progress(total) if progress else (lambda what, steps=1: None)
+    started = time.perf_counter()
+    profile: dict = {"schema_version": SCHEMA_VERSION,
+                     "made": {"command": command, "date": datetime.datetime.now(datetime.timezone.utc)
+                              .strftime("%Y-%m-%dT%H:%M:%SZ")},
+                     "config": cfg, "device": device_info(device)}
+    profile["matmul"] = matmul_sweep(device, cfg["matmul_sizes"], cfg["matmul_repeat"], progress=bar)
+    profile["bandwidth"] = bandwidth(device, cfg["copy_bytes"], cfg["matmul_repeat"])
+    bar("bandwidth")
+    profile["models"] = model_counts(cfg, device)
+    bar("model counts")
+    profile["models"]["checkpointing"] = checkpointing(cfg, device, cfg["step_repeat"])
+    bar("checkpointing")
+    if device == "cuda":
+        peak = {k: v.get("peak_flops_per_s") for k, v in profile["matmul"].items() if "sizes" in v}
+    else:
+        peak = {"fp32": profile["matmul"]["fp32"]["peak_flops_per_s"],
+                "bf16": profile["matmul"]["fp32"]["peak_flops_per_s"]}
+    profile["models"]["train_step"] = train_step(cfg, device, cfg["step_repeat"], peak, compile_model)
+    bar("train step")
+    profile["made"]["seconds"] = time.perf_counter() - started
+    return profile
+
+
+def save(profile: dict, path: str | Path) -> None:
+    """Write `profile` as indented JSON (the parent directory must exist)."""
+    Path(path).write_text(json.dumps(profile, indent=1) + "\n")
+
+
+class UnknownProfile(KeyError):
+    """A profile name not shipped with the package; the message lists the shipped ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def shipped() -> list[str]:
+    """Names of the profiles shipped in lecture2/profiles/ (file names without .json)."""
+    return sorted(p.stem for p in PROFILES.glob("*.json"))
+
+
+def load(name: str) -> dict:
+    """The shipped profile `name` (e.g. "cpu-amd-epyc"); an unknown name lists the shipped ones."""
+    if not isinstance(name, str):
+        raise TypeError(f"profile 名称应是字符串 (str), 得到 {type(name).__name__}")
+    key = name.strip().lower().removesuffix(".json")
+    if key not in shipped():
+        raise UnknownProfile(f"未知的 profile (unknown profile) {name!r}; shipped: {', '.join(shipped()) or 'none'}")
+    return json.loads((PROFILES / f"{key}.json").read_text())
+
+
+def _rate(x) -> str:
+    return fmt.format_rate(x) if isinstance(x, (int, float)) else "-"
+
+
+def _headline(p: dict) -> list[tuple[str, str]]:
+    m, steps = p["matmul"], p["models"]["train_step"]
+    rows = [("device", p["device"]["name"])]
+    for key in ("fp32", "tf32", "bf16", "fp16", "fp8"):
+        if key in m:
+            rows.append((f"matmul {key} best", _rate(m[key].get("best_flops_per_s")) if "sizes" in m[key] else "skipped"))
+    bw = p["bandwidth"]["bytes_per_s"]
+    rows.append(("copy bandwidth", fmt.format_bytes(bw) + "/s"))
+    for name, s in steps.items():
+        if "mfu" in s and s["mfu"] is not None:
+            rows.append((f"train step {name}", f"{fmt.format_seconds(s['seconds'])}, MFU {s['mfu']:.1%}"))
+    ck = p["models"]["checkpointing"]
+    rows.append(("checkpointing", f"{ck['saved_bytes_ratio']:.0%} of the bytes, +{ck['time_overhead']:.0%} time"))
+    return rows
+
+
+def summary(profile: dict) -> str:
+    """A profile's headline figures, one per line."""
+    rows = _headline(profile)
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def compare(mine: dict, reference: dict) -> str:
+    """'Your machine vs a reference profile' as a small text table of headline figures."""
+    a, b = dict(_headline(mine)), dict(_headline(reference))
+    names = list(dict.fromkeys([*a, *b]))
+    w0 = max(len(n) for n in names)
+    w1 = max(12, *(len(a.get(n, "-")) for n in names))
+    lines = [f"{'':<{w0}}  {'yours':<{w1}}  reference", f"{'-' * w0}  {'-' * w1}  {'-' * 9}"]
+    lines += [f"{n:<{w0}}  {a.get(n, '-'):<{w1}}  {b.get(n, '-')}" for n in names]
+    return "\n".join(lines)
