@@ -23,15 +23,6 @@ from . import estimate, fmt, hardware
 __all__ = ["main"]
 
 
-def _dtype_works(dtype: torch.dtype, device: str) -> bool:
-    try:
-        a = torch.ones(16, 16, dtype=dtype, device=device)
-        (a @ a).sum().item()
-        return True
-    except (RuntimeError, TypeError, NotImplementedError):
-        return False
-
-
 def cmd_env(args: argparse.Namespace) -> int:
     """Print the device, its dtype support and the peak FLOP/s that applies."""
     device = hardware.detect_device()
@@ -43,7 +34,7 @@ def cmd_env(args: argparse.Namespace) -> int:
     else:
         print(f"threads    {info['threads']}")
     print("matmul     " + "  ".join(
-        f"{name}:{'yes' if _dtype_works(d, device) else 'no'}"
+        f"{name}:{'yes' if hardware.matmul_works(d, device) else 'no'}"
         for name, d in (("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16))))
     if device == "cuda":
         try:

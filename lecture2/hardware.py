@@ -15,7 +15,7 @@ import torch
 
 __all__ = [
     "DTYPES", "GPUS", "GPUSpec", "UnknownGPU", "detect_device", "dtype_key", "gpu", "gpu_from_device_name",
-    "known_gpus", "measure_cpu_peak", "peak_flops", "device_summary",
+    "known_gpus", "matmul_works", "measure_cpu_peak", "peak_flops", "device_summary",
 ]
 
 T = 1e12
@@ -160,11 +160,14 @@ def detect_device() -> str:
     return "cpu"
 
 
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-    elif device == "mps":
-        torch.mps.synchronize()
+def matmul_works(dtype: torch.dtype, device: str) -> bool:
+    """Whether a small matmul in `dtype` runs on `device` (a dtype the device cannot multiply says False)."""
+    try:
+        a = torch.ones(16, 16, dtype=dtype, device=device)
+        (a @ a).sum().item()
+        return True
+    except (RuntimeError, TypeError, NotImplementedError):
+        return False
 
 
 @functools.lru_cache(maxsize=None)

@@ -73,15 +73,6 @@ def _seconds(fn, device: str, repeat: int, warmup: int = 1) -> float:
     return measure.benchmark(fn, warmup=warmup, repeat=repeat, device=device).best
 
 
-def _dtype_works(dtype: torch.dtype, device: str) -> bool:
-    try:
-        a = torch.ones(16, 16, dtype=dtype, device=device)
-        (a @ a).sum().item()
-        return True
-    except (RuntimeError, TypeError, NotImplementedError):
-        return False
-
-
 def _cpu_name() -> str:
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -106,7 +97,7 @@ def device_info(device: str) -> dict:
         with contextlib.suppress(OSError, ValueError):
             pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
             info["memory_bytes"] = int(pages)
-    info["dtypes"] = {k: _dtype_works(d, device) for k, d in (("fp32", torch.float32), ("bf16", torch.bfloat16),
+    info["dtypes"] = {k: hardware.matmul_works(d, device) for k, d in (("fp32", torch.float32), ("bf16", torch.bfloat16),
                                                                 ("fp16", torch.float16))}
     return info
 
