@@ -18,6 +18,7 @@ import sys
 MARKER = "[lecture2-guard] restored"
 # The builtins `restore` itself calls, taken now: a submission may have replaced the builtins it restores.
 _vars, _setattr, _delattr, _isinstance, _sorted, _print, _type = vars, setattr, delattr, isinstance, sorted, print, type
+_callable, _getattr = callable, getattr
 
 
 def _modules():
@@ -50,7 +51,7 @@ class Guard:
         for name, (module, snapshot) in self.saved.items():
             current = _vars(module)
             if _isinstance(module, _type):  # a class: an attribute added here shadows its base (Tensor.nbytes)
-                for key in [k for k in current if k not in snapshot]:
+                for key in [k for k in current if k not in snapshot and k not in _BENIGN_CLASS_KEYS]:
                     try:
                         _delattr(module, key)
                         restored.append(f"{name}.{key}")
@@ -60,8 +61,12 @@ class Guard:
                 if key in ("__dict__", "__weakref__", "__doc__") or key in _IPYTHON_OWNED:
                     continue
                 now = current.get(key, _MISSING)
-                if now is value or (name.startswith("lecture2") and _same(now, value)):
+                if now is value:
                     continue
+                if name.startswith("lecture2") and (not _callable(value) or _same(now, value)):
+                    continue  # a test cell's importlib.reload made new objects from the same file
+                if name == "torch" and _getattr(now, "__wrapped__", None) is value:
+                    continue  # torch wraps some of its own functions when torch._dynamo is imported
                 try:
                     _setattr(module, key, value)
                 except (AttributeError, TypeError):
@@ -69,11 +74,13 @@ class Guard:
                 restored.append(f"{name}.{key}")
         os._exit = _no_exit
         if restored:
-            _print(f"{MARKER}: {', '.join(_sorted(restored))}", file=sys.stderr)
+            # stdout, not stderr: nbgrader gives no points to a test cell with any stderr output
+            _print(f"{MARKER}: {', '.join(_sorted(restored))}", file=sys.stdout)
         return restored
 
 
 _MISSING = object()
+_BENIGN_CLASS_KEYS = {"__slotnames__"}  # copyreg caches this on a class the first time it is copied
 # Names IPython itself rebinds while it runs cells: not a submission's doing.
 _IPYTHON_OWNED = {"_", "__", "___", "get_ipython", "display", "exit", "quit", "__IPYTHON__", "input", "raw_input",
                   "getpass", "__builtins__", "__cached__", "__loader__", "__spec__", "__file__", "__package__"}
@@ -90,6 +97,9 @@ def _same(a, b) -> bool:
             code_b.co_filename, code_b.co_firstlineno, code_b.co_code)
     if isinstance(a, type) and isinstance(b, type):
         return (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+    wrapped_a, wrapped_b = getattr(a, "__wrapped__", None), getattr(b, "__wrapped__", None)
+    if wrapped_a is not None and wrapped_b is not None:  # functools.lru_cache and other wrappers
+        return _same(wrapped_a, wrapped_b)
     try:
         return bool(a == b) and type(a) is type(b)
     except Exception:

@@ -2,6 +2,8 @@
 
 Three students hand in the whole lecture: `correct` (the reference solutions typed into the release),
 `blank` (the release untouched) and `planted-mistake` (correct, except one usual mistake per notebook).
+They are graded by `make grade`'s grader (tools/grade.py: nbgrader autograde and generate_feedback per
+student, with the kernel guard), so this also proves that the guard finds nothing wrong in honest work.
 Each must get exactly the points they earned.
 """
 from __future__ import annotations
@@ -15,8 +17,9 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from conftest import ASSIGNMENT, RELEASE, SOLUTIONS, hidden_lines, nbgrader, notebook_names
+from conftest import ASSIGNMENT, RELEASE, SOLUTIONS, hidden_lines, notebook_names
 from planted import all_planted
+from tools import grade
 
 pytestmark = pytest.mark.slow
 
@@ -68,9 +71,8 @@ def graded(course):
             nbformat.write(nb, folder / name)
         stem = name.removesuffix(".ipynb")
         expected["correct"][stem], expected["blank"][stem], expected["planted-mistake"][stem] = total, 0, total - lost
-    nbgrader("autograde", ASSIGNMENT, "--force", cwd=course)
-    nbgrader("generate_feedback", ASSIGNMENT, "--force", cwd=course)
-    nbgrader("export", "--to", "grades.csv", cwd=course)
+    students = grade.grade_class(course, jobs=2, cell_timeout=300, memory_limit=None)
+    expected["_report"] = {s.name: grade.report_line(s, 0) for s in students}
     yield expected
     shutil.rmtree(course / "submitted", ignore_errors=True)
 
@@ -78,15 +80,21 @@ def graded(course):
 def test_each_student_gets_exactly_their_points(course, graded):
     """Does autograde give full points, none, and full-minus-one-exercise to the three submissions?"""
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student, by_notebook in graded.items():
+        for student, by_notebook in _students(graded).items():
             for stem, want in by_notebook.items():
                 got = gb.find_submission_notebook(stem, ASSIGNMENT, student).score
                 assert got == pytest.approx(want), f"{student} / {stem}: {got} points, expected {want}"
 
 
+def test_honest_work_draws_no_report(graded):
+    """Does the grader report no problem (no guard restore, no timeout) for any of the three?"""
+    for student, line in graded["_report"].items():
+        assert line.endswith("— ok"), line
+
+
 def test_feedback_shows_no_hidden_test(course, graded):
     """Is there feedback HTML per student and notebook, with the visible checks and no hidden test?"""
-    for student in graded:
+    for student in _students(graded):
         for name in notebook_names():
             page = (course / "feedback" / student / ASSIGNMENT / name.replace(".ipynb", ".html")).read_text("utf-8")
             text = html.unescape(re.sub(r"<[^>]+>", "", page))
@@ -97,8 +105,13 @@ def test_feedback_shows_no_hidden_test(course, graded):
 
 
 def test_grades_csv_has_every_student(course, graded):
-    """Does the grades CSV hold each student with the assignment's total score?"""
-    rows = list(csv.DictReader((course / "grades.csv").open(encoding="utf-8")))
-    scores = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == ASSIGNMENT}
-    for student, by_notebook in graded.items():
-        assert scores[student] == pytest.approx(sum(by_notebook.values())), student
+    """Does the grades CSV hold each student with every notebook's score and the total?"""
+    rows = {r["student"]: r for r in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
+    for student, by_notebook in _students(graded).items():
+        assert float(rows[student]["total"]) == pytest.approx(sum(by_notebook.values())), student
+        for stem, want in by_notebook.items():
+            assert float(rows[student][stem]) == pytest.approx(want), (student, stem)
+
+
+def _students(graded: dict) -> dict:
+    return {k: v for k, v in graded.items() if not k.startswith("_")}
