@@ -10,6 +10,7 @@ Modules, one job each:
     fmt       bytes, FLOPs and seconds for people
     plots     the figures the notebooks share
     profile   a device profile (matmul FLOP/s, bandwidth, predictions vs measurements) and the shipped ones
+    reference the shipped profiles beside the student's own run (notebooks 01, 05-08): tables and plots
     cli       `python -m lecture2 ...`
     guard     (grading only) undoes monkeypatching in graded kernels
 """

@@ -31,16 +31,35 @@ from torch.utils.checkpoint import checkpoint
 from . import fmt, hardware, measure, models, training_state
 
 __all__ = ["SCHEMA_VERSION", "UnknownProfile", "config", "device_info", "matmul_sweep", "bandwidth",
-           "model_counts", "checkpointing", "train_step", "run", "save", "summary", "shipped", "load", "compare"]
+           "model_counts", "checkpointing", "train_step", "peaks", "run", "save", "summary", "shipped", "load", "compare"]
 
 SCHEMA_VERSION = 1
 PROFILES = Path(__file__).resolve().parent / "profiles"
 _DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def config(device: str) -> dict:
-    """The sizes to profile `device` with ("cpu": small, whole profile < 2 min on 2 cores; "cuda": large)."""
+def config(device: str, memory_bytes: float | None = None) -> dict:
+    """The sizes to profile `device` with.
+
+    "cpu": small (the whole profile in well under a minute on 2 cores). "cuda": large on a datacenter GPU
+    (>= 40 GiB: a few minutes on an H200), medium on a smaller card so that a laptop GPU does not run out of
+    memory; `memory_bytes` defaults to the memory of CUDA device 0.
+    """
     if device == "cuda":
+        if memory_bytes is None and torch.cuda.is_available():
+            memory_bytes = torch.cuda.get_device_properties(0).total_memory
+        if memory_bytes is not None and memory_bytes < 40 * 2**30:
+            return {
+                "matmul_sizes": {"fp32": [1024, 2048, 4096], "tf32": [1024, 2048, 4096],
+                                 "bf16": [1024, 2048, 4096, 8192], "fp16": [1024, 2048, 4096, 8192],
+                                 "fp8": [1024, 2048, 4096, 8192]},
+                "matmul_repeat": 10,
+                "copy_bytes": 2**29,  # 512 MiB
+                "block": {"B": 4, "T": 512, "d": 1024, "n_heads": 8},
+                "gpt": {"vocab_size": 50304, "block_size": 512, "n_layer": 6, "n_head": 12, "d_model": 768,
+                        "B": 4, "T": 512},
+                "step_repeat": 10,
+            }
         return {
             "matmul_sizes": {"fp32": [1024, 2048, 4096, 8192], "tf32": [1024, 2048, 4096, 8192],
                              "bf16": [1024, 2048, 4096, 8192, 16384], "fp16": [1024, 2048, 4096, 8192, 16384],
@@ -278,7 +297,8 @@ class _Blocks(torch.nn.Module):
 
 
 def checkpointing(cfg: dict, device: str, repeat: int) -> dict:
-    """Bytes saved for backward and forward+backward time of the GPT's blocks, plain vs checkpointed per block.
+    """Bytes saved for backward, FLOPs and time of forward + backward of the GPT's blocks, plain vs
+    checkpointed per block (non-reentrant, as the lecture's code).
 
     The two are timed alternately (best of `repeat` each), so that a busy neighbour slows both alike.
     """
@@ -291,6 +311,7 @@ def checkpointing(cfg: dict, device: str, repeat: int) -> dict:
         x = torch.randn(b["B"], b["T"], b["d"], device=device, requires_grad=True)
         r = {"saved_bytes": measure.saved_bytes(lambda s=stack, x=x: s(x), exclude=stack.parameters())}
         steps[mode] = lambda s=stack, x=x: s(x).sum().backward()
+        r["flops"] = measure.count_flops(steps[mode])  # forward + backward, the recompute included
         if device == "cuda":
             r["peak_memory"] = measure.peak_memory(steps[mode])
         steps[mode]()  # warm-up
@@ -302,6 +323,7 @@ def checkpointing(cfg: dict, device: str, repeat: int) -> dict:
     for mode in steps:
         result[mode]["seconds"] = min(times[mode])
     result["saved_bytes_ratio"] = result["per_block"]["saved_bytes"] / result["plain"]["saved_bytes"]
+    result["flops_overhead"] = result["per_block"]["flops"] / result["plain"]["flops"] - 1
     result["time_overhead"] = result["per_block"]["seconds"] / result["plain"]["seconds"] - 1
     return result
 
@@ -340,6 +362,18 @@ def train_step(cfg: dict, device: str, repeat: int, peak: dict, compile_model: b
                         "tokens_per_s": g["B"] * g["T"] / seconds, "peak_flops_per_s": p,
                         "mfu": flops / seconds / p if p else None}
     return result
+
+
+def peaks(matmul: dict, device: str) -> dict[str, float | None]:
+    """The peak FLOP/s that MFU divides by, per dtype, from a `matmul_sweep` result.
+
+    CUDA: each dtype's datasheet peak. CPU: the measured fp32 peak for fp32 and bf16 alike (bf16 is
+    emulated on most CPUs; its MFU then shows what that costs).
+    """
+    if device == "cuda":
+        return {k: v.get("peak_flops_per_s") for k, v in matmul.items() if "sizes" in v}
+    fp32 = matmul["fp32"]["peak_flops_per_s"]
+    return {"fp32": fp32, "bf16": fp32}
 
 
 class _Progress:
@@ -381,12 +415,8 @@ def run(device: str | None = None, cfg: dict | None = None, compile_model: bool 
     bar("model counts")
     profile["models"]["checkpointing"] = checkpointing(cfg, device, cfg["step_repeat"])
     bar("checkpointing")
-    if device == "cuda":
-        peak = {k: v.get("peak_flops_per_s") for k, v in profile["matmul"].items() if "sizes" in v}
-    else:
-        peak = {"fp32": profile["matmul"]["fp32"]["peak_flops_per_s"],
-                "bf16": profile["matmul"]["fp32"]["peak_flops_per_s"]}
-    profile["models"]["train_step"] = train_step(cfg, device, cfg["step_repeat"], peak, compile_model)
+    profile["models"]["train_step"] = train_step(cfg, device, cfg["step_repeat"], peaks(profile["matmul"], device),
+                                                 compile_model)
     bar("train step")
     profile["made"]["seconds"] = time.perf_counter() - started
     return profile
@@ -435,7 +465,8 @@ def _headline(p: dict) -> list[tuple[str, str]]:
         if "mfu" in s and s["mfu"] is not None:
             rows.append((f"train step {name}", f"{fmt.format_seconds(s['seconds'])}, MFU {s['mfu']:.1%}"))
     ck = p["models"]["checkpointing"]
-    rows.append(("checkpointing", f"{ck['saved_bytes_ratio']:.0%} of the bytes, +{ck['time_overhead']:.0%} time"))
+    rows.append(("checkpointing", f"{ck['saved_bytes_ratio']:.0%} of the bytes, {ck['flops_overhead']:+.0%} FLOPs, "
+                                  f"{ck['time_overhead']:+.0%} time"))
     return rows
 
 
