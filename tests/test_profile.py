@@ -45,6 +45,25 @@ def test_shipped_cpu_profile_has_the_schema(cpu_profile):
         assert m["train_step"][name]["seconds"] > 0 and 0 < m["train_step"][name]["mfu"] < 1.5
 
 
+@pytest.mark.parametrize("name", profile.shipped())
+def test_every_shipped_profile_has_the_common_schema(name):
+    """CPU or GPU: does each shipped profile say how it was made and carry every section the notebooks show?"""
+    p = profile.load(name)
+    assert p["schema_version"] == profile.SCHEMA_VERSION
+    assert p["made"]["command"].startswith("python -m lecture2 profile --out ") and p["made"]["date"].endswith("Z")
+    assert p["device"]["device"] in ("cpu", "cuda") and p["device"]["name"] and p["device"]["memory_bytes"] > 0
+    assert "fp32" in p["matmul"] and "sizes" in p["matmul"]["fp32"] and p["bandwidth"]["bytes_per_s"] > 0
+    m = p["models"]
+    assert m["block_forward_flops"]["predicted"] == m["block_forward_flops"]["counted"]
+    assert m["gpt_train_flops"]["predicted"] == m["gpt_train_flops"]["counted"]
+    assert m["gpt_state_bytes"]["predicted"] == 16 * m["gpt_state_bytes"]["n_params"]
+    assert 0 < m["checkpointing"]["saved_bytes_ratio"] < 1 and 0 < m["checkpointing"]["flops_overhead"] < 1 / 3
+    assert {"fp32", "bf16"} <= set(m["train_step"])
+    if p["device"]["device"] == "cuda":  # the allocator's figures and the datasheet fractions are there too
+        assert "held_after_forward" in m["block_activation_bytes"] and "memory_allocated" in m["gpt_state_bytes"]
+        assert "peak_memory" in m["checkpointing"]["plain"]
+
+
 def test_shipped_flop_formulas_are_exact(cpu_profile):
     """Do 24BTd²+4BT²d (block forward) and (6N + 12LdT)·BT (GPT step) equal the FLOP counter exactly?"""
     m = cpu_profile["models"]

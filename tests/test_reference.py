@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import matplotlib
-import nbformat
 import pytest
 import torch
 
@@ -38,6 +37,15 @@ def _fake_gpu(cpu: dict) -> dict:
 
 
 @pytest.fixture
+def cpu_only(tmp_path, monkeypatch, cpu_profile):
+    """Only the CPU profile shipped (as before any GPU was measured), whatever lecture2/profiles/ holds now."""
+    name = next(n for n in profile.shipped() if n.startswith("cpu-"))
+    (tmp_path / f"{name}.json").write_text(json.dumps(cpu_profile))
+    monkeypatch.setattr(profile, "PROFILES", tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
 def with_gpu_profile(tmp_path, monkeypatch, cpu_profile):
     """The shipped profiles plus a fake H200 one, in a temporary profiles folder."""
     for name in profile.shipped():
@@ -48,7 +56,7 @@ def with_gpu_profile(tmp_path, monkeypatch, cpu_profile):
 
 
 @pytest.mark.parametrize("section", reference.SECTIONS)
-def test_every_section_renders_yours_beside_the_shipped_cpu_profile(section, cpu_profile):
+def test_every_section_renders_yours_beside_the_shipped_cpu_profile(section, cpu_profile, cpu_only):
     """Does each table have a 'yours' column, the CPU profile's column and where it came from?"""
     text = reference.table(section, cpu_profile)
     header = text.splitlines()[0]
@@ -58,7 +66,7 @@ def test_every_section_renders_yours_beside_the_shipped_cpu_profile(section, cpu
     assert ("h200 datasheet" in header) == (section in ("dtypes", "mfu"))
 
 
-def test_rows_carry_the_measured_figures(cpu_profile):
+def test_rows_carry_the_measured_figures(cpu_profile, cpu_only):
     """Are the figures in the table the profile's own (formatted), not something recomputed?"""
     flops = reference.table("flops", cpu_profile)
     assert f"{cpu_profile['models']['gpt_train_flops']['counted']:.4g} counted (exact)" in flops
@@ -87,7 +95,7 @@ def test_a_gpu_profile_comes_first_and_replaces_the_datasheet(with_gpu_profile, 
     assert "(+1,084 B rounding)" in memory
 
 
-def test_plots_show_references_and_mark_the_datasheet(cpu_profile, with_gpu_profile, monkeypatch):
+def test_plots_show_references_and_mark_the_datasheet(cpu_profile, with_gpu_profile, monkeypatch, tmp_path_factory):
     """Does the dtype figure hatch datasheet bars only while no GPU profile ships, and the matmul plot add curves?"""
     import matplotlib.pyplot as plt
 
@@ -99,7 +107,9 @@ def test_plots_show_references_and_mark_the_datasheet(cpu_profile, with_gpu_prof
     assert any("h200 (shipped profile)" in s for s in labels) and not any("datasheet" in s for s in labels)
     plt.close("all")
 
-    monkeypatch.setattr(profile, "PROFILES", profile.Path(profile.__file__).parent / "profiles")
+    cpu_dir = tmp_path_factory.mktemp("cpu_only")
+    (cpu_dir / "cpu.json").write_text(json.dumps(cpu_profile))
+    monkeypatch.setattr(profile, "PROFILES", cpu_dir)  # no GPU profile: the datasheet stands in, marked
     fig = reference.plot_dtypes(cpu_profile)
     assert any(p.get_hatch() for p in fig.axes[0].patches)
     fig, ax = plt.subplots()
@@ -143,8 +153,8 @@ def test_measured_here_counts_equal_the_shipped_cpu_profile(cpu_profile):
 @pytest.mark.parametrize("name", ["01_tensors_dtypes", "05_flops", "06_memory", "07_checkpointing", "08_mfu_timing"])
 def test_notebooks_show_the_references(name):
     """Do notebooks 01 and 05-08 measure a profile section here and print it beside the shipped ones?"""
-    nb = nbformat.read(ROOT / "solutions" / "lec02" / f"{name}.ipynb", as_version=4)
-    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    nb = json.loads((ROOT / "solutions" / "lec02" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert "reference.measure_here(" in code and "reference.table(" in code
 
 

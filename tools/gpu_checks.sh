@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The course's checks that need a GPU, as one prepared run (for the device tool's H200, or any CUDA machine):
+#   1. `python -m lecture2 env` and the GPU profile (`python -m lecture2 profile`), copied into
+#      lecture2/profiles/ of this copy so that the next steps show it;
+#   2. the gpu-marked tests (no Jupyter needed: --noconftest);
+#   3. the nine solution notebooks, every code cell, on CUDA (tools/run_cells.py: no Jupyter needed).
+# Everything it prints also goes to ${OUT:-gpu-out}/ (env.txt, profile.txt, h200.json, pytest.txt, notebooks.txt).
+# Each step has its own time limit, so a hang in one still leaves the others' results.
+#
+#   on the GPU:  bash tools/gpu_checks.sh            (torch and pytest suffice; ALLOW_CPU=1 rehearses it on a CPU)
+#   then here:   cp <files_at>/h200.json lecture2/profiles/h200.json && commit it: the notebooks' reference
+#                sections show it from then on (their cells are nbval-ignore-output: nothing to re-execute).
+set -u
+out=${OUT:-gpu-out}
+name=${PROFILE_NAME:-h200}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 MPLBACKEND=Agg PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+py=${PYTHON:-python3}
+status=0
+
+echo "== env"; timeout 120 "$py" -m lecture2 env 2>&1 | tee "$out/env.txt"
+"$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || [ "${ALLOW_CPU:-0}" = 1 ] \
+  || { echo "no CUDA device: nothing to check here (ALLOW_CPU=1 to rehearse on a CPU)"; exit 1; }
+
+echo "== profile"
+timeout 360 "$py" -m lecture2 profile --out "$out/$name.json" 2>&1 | tee "$out/profile.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+[ -s "$out/$name.json" ] && cp "$out/$name.json" "lecture2/profiles/$name.json"
+
+echo "== gpu tests"
+timeout 180 "$py" -m pytest -q -rs --noconftest -p no:cacheprovider -p no:nbval -o addopts="" -m gpu \
+  tests/test_hardware.py tests/test_measure.py tests/test_profile.py tests/test_reference.py 2>&1 \
+  | tee "$out/pytest.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+
+echo "== notebooks on CUDA"
+timeout 420 "$py" tools/run_cells.py solutions/lec02/*.ipynb 2>&1 | tee "$out/notebooks.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+exit $status
