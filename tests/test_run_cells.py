@@ -17,10 +17,13 @@ def _notebook(path: Path, *sources: str) -> Path:
 def test_cells_share_a_namespace_and_run_in_the_notebook_folder(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     nb = _notebook(tmp_path / "ok.ipynb", "import os\nx = 20", "print(x + 22, os.getcwd())",
-                   "assert 'NBGRADER_EXECUTION' not in os.environ")
+                   "assert 'NBGRADER_EXECUTION' not in os.environ and os.environ['MPLBACKEND'] == 'Agg'")
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     before = os.getcwd()
     assert run_cells.main([str(nb)]) == 0
     assert os.getcwd() == before  # the runner goes back to where it was
+    # and leaves the environment as it was: kernels started later (nbval) must keep their inline figures
+    assert os.environ["NBGRADER_EXECUTION"] == "autograde" and "MPLBACKEND" not in os.environ
     out = capsys.readouterr().out
     assert f"42 {tmp_path}" in out and "1 of 1 notebooks ran every cell" in out
 

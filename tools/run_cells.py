@@ -78,16 +78,21 @@ def main(argv: list[str]) -> int:
     if missing:
         print(f"not a notebook file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    os.environ.pop("NBGRADER_EXECUTION", None)
+    saved = dict(os.environ)  # put the environment back afterwards: main() also runs inside pytest, whose
+    os.environ.pop("NBGRADER_EXECUTION", None)  # later kernels (nbval) inherit it and would lose inline figures
     os.environ.setdefault("MPLBACKEND", "Agg")
     failed = 0
-    for path in paths:
-        try:
-            ok = run(path.resolve())
-        except ValueError as err:
-            print(f"FAILED {err}")
-            ok = False
-        failed += not ok
+    try:
+        for path in paths:
+            try:
+                ok = run(path.resolve())
+            except ValueError as err:
+                print(f"FAILED {err}")
+                ok = False
+            failed += not ok
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     print(f"{len(paths) - failed} of {len(paths)} notebooks ran every cell")
     return 1 if failed else 0
 
