@@ -1,0 +1,167 @@
+"""Stage 3b: run one notebook's cells. This file runs INSIDE the sandbox, beside the student's code.
+
+    python runner.py KEY_FD PLAN.json EVENTS [--cell-timeout SECONDS]
+
+It reads the HMAC key once from the inherited file descriptor KEY_FD and closes it before any cell runs,
+then executes the plan's code cells in order in one IPython shell (magics and `!` commands work, figures
+are captured), as nbgrader's kernel would. It appends one signed line per event to EVENTS:
+
+    {"seq": n, "type": "start" | "end" | "check" | "done", ...}<TAB>hex HMAC-SHA256(key, json)
+
+`check` events come only from `lecture2.checks.exercise` itself (the caller's code object is verified),
+while a test cell runs; `end` events carry the cell's status and, for a failed check, its message fields.
+The grader trusts nothing else this process writes (outputs.json holds what cells printed, for display).
+Only the standard library and IPython are imported before the notebook's own cells run.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import sys
+import time
+
+MAX_TEXT = 100_000  # characters of stdout kept per cell (display only)
+MAX_IMAGES = 4  # figures kept per cell (display only)
+
+
+class CellTimeout(BaseException):
+    """Raised in a cell that ran past --cell-timeout: the notebook goes on with the next cell."""
+
+
+def _signer(key: bytes, path: str):
+    """emit(**fields): append one signed event. The key lives only in this closure."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    seq = [0]
+
+    def emit(**fields) -> None:
+        fields["seq"] = seq[0]
+        seq[0] += 1
+        body = json.dumps(fields, ensure_ascii=True, sort_keys=True, default=str)
+        tag = hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+        os.write(fd, f"{body}\t{tag}\n".encode())
+
+    return emit
+
+
+def _short(value: object, limit: int = 300) -> str:
+    try:
+        text = repr(value) if type(value) in (int, float, str, bool, list, tuple, dict, type(None)) else type(value).__name__
+    except Exception:
+        text = type(value).__name__
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _failure(error: BaseException) -> dict:
+    """What the grader may show of an exception: its type, the top-level line of the cell that raised, and
+    for a failed check its fields (what, expected, hint). The message is kept for the instructor only."""
+    info = {"ename": type(error).__name__, "message": str(error)[:2000]}
+    tb, line = error.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "<module>":
+            line = tb.tb_lineno
+            break
+        tb = tb.tb_next
+    info["line"] = line
+    if type(error).__name__ == "CheckFailed":
+        what, hint = getattr(error, "what", None), getattr(error, "hint", None)
+        info["what"] = what if isinstance(what, str) else None
+        info["hint"] = hint if isinstance(hint, str) else None
+        info["want"] = _short(getattr(error, "want", None))
+    return info
+
+
+def main(argv: list[str]) -> int:
+    key_fd, plan_path, events_path = int(argv[0]), argv[1], argv[2]
+    cell_timeout = float(argv[argv.index("--cell-timeout") + 1]) if "--cell-timeout" in argv else 120.0
+    key = b""
+    while len(key) < 32:
+        chunk = os.read(key_fd, 64)
+        if not chunk:
+            break
+        key += chunk
+    os.close(key_fd)
+    if len(key) < 32:
+        print("runner: no key on the inherited descriptor", file=sys.stderr)
+        return 2
+    emit = _signer(key, events_path)
+    del key
+    with open(plan_path, encoding="utf-8") as f:
+        plan = json.load(f)
+    os.environ["NBGRADER_EXECUTION"] = "autograde"
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+
+    import lecture2  # noqa: F401  the real package, before any cell can shadow it
+    from lecture2 import checks
+
+    checks_file = os.path.realpath(checks.__file__)
+    current = {"cell": None, "kind": None}
+
+    def report(name: str) -> None:
+        """Called by lecture2.checks._report_pass from lecture2.checks.exercise, and by nothing else."""
+        frame = sys._getframe(1)
+        caller, outer = frame.f_code, frame.f_back.f_code if frame.f_back else None
+        genuine = (caller.co_name == "_report_pass" and outer is not None and outer.co_name == "exercise"
+                   and os.path.realpath(caller.co_filename) == checks_file
+                   and os.path.realpath(outer.co_filename) == checks_file)
+        if genuine and current["kind"] == "test" and isinstance(name, str):
+            emit(type="check", cell=current["cell"], name=name[:200])
+        else:
+            emit(type="foreign_report", cell=current["cell"])
+
+    import types
+
+    sink = types.ModuleType("_lecture2_result_sink")
+    sink.report = report
+    sys.modules["_lecture2_result_sink"] = sink
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance(colors="NoColor", history_length=0)
+    shell.history_manager.enabled = False
+    try:
+        shell.enable_matplotlib("inline")
+    except Exception:
+        pass
+
+    def on_alarm(signum, frame):
+        raise CellTimeout(f"cell ran past {cell_timeout:g} s")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    outputs = []
+    for cell in plan["cells"]:
+        index, kind = cell["index"], cell["kind"]
+        current.update(cell=index, kind=kind)
+        emit(type="start", cell=index)
+        start = time.perf_counter()
+        error = None
+        with capture_output(stdout=True, stderr=True, display=True) as captured:
+            signal.setitimer(signal.ITIMER_REAL, cell_timeout)
+            try:
+                result = shell.run_cell(cell["source"], store_history=False, silent=False)
+                error = result.error_before_exec or result.error_in_exec
+            except CellTimeout as err:  # raised outside the cell's own frames
+                error = err
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        current.update(cell=None, kind=None)
+        seconds = round(time.perf_counter() - start, 3)
+        if error is None:
+            emit(type="end", cell=index, status="ok", seconds=seconds)
+        else:
+            status = "timeout" if isinstance(error, CellTimeout) else "error"
+            emit(type="end", cell=index, status=status, seconds=seconds, **_failure(error))
+        images = [o.data["image/png"] for o in captured.outputs if "image/png" in o.data][:MAX_IMAGES]
+        outputs.append({"cell": index, "stdout": captured.stdout[-MAX_TEXT:], "stderr": captured.stderr[-MAX_TEXT:],
+                        "images": images})
+    emit(type="done")
+    with open("outputs.json", "w", encoding="utf-8") as f:
+        json.dump(outputs, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
