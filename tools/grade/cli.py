@@ -13,6 +13,7 @@ one student at a time, the gradebook and grades.csv (gradebook.py) and one repor
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -31,6 +32,14 @@ from . import ASSIGNMENT, feedback, gradebook, sandbox, scan, score, splice, sub
 from .report import Student, report_line
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
+
+
+def package_dir() -> Path:
+    """The lecture2 package the grader's environment imports (bound read-only into every sandbox)."""
+    spec = importlib.util.find_spec("lecture2")
+    if spec is None or not spec.origin:
+        raise SystemExit("error: the lecture2 package is not installed in this environment (run `make setup`)")
+    return Path(spec.origin).resolve().parent
 
 
 def parse_bytes(text: str) -> int:
@@ -101,12 +110,14 @@ def prepare(student: str, folder: Path, notebooks: dict[str, splice.Notebook], s
         problems = [f"{nb.stem}: {p}" for p in answers.problems]
         findings = scan.scan(answers.sources, nb.context())
         withheld: dict[str, list[str]] = {}
+        shown: list[str] = []
         for test_id, answer_ids in nb.exercises.items():
-            found = [f for f in findings if f.grade_id in answer_ids and f"{student}/{f.grade_id}" not in settings.allow]
+            found = sorted((f for f in findings if f.grade_id in answer_ids and f"{student}/{f.grade_id}" not in settings.allow),
+                           key=lambda f: (answer_ids.index(f.grade_id), f.line, f.construct))
             if found:
                 withheld[test_id] = [str(f) for f in found]
+                shown += [str(f) for f in found if str(f) not in shown]
         if withheld:
-            shown = sorted({str(f) for fs in withheld.values() for f in fs})
             problems.append(f"{nb.stem}: withheld for review: " + "; ".join(shown[:3])
                             + (f" and {len(shown) - 3} more" if len(shown) > 3 else ""))
         jobs.append(Job(student, nb, answers.sources, withheld, problems))
@@ -124,12 +135,14 @@ def run_job(job: Job, scratch_root: Path, mpl_cache: Path, course: Path, setting
         (scratch / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
         shutil.copytree(mpl_cache, scratch / ".matplotlib")
         key = os.urandom(32)
-        outcome = sandbox.run(scratch, RUNNER, ["plan.json", "events.jsonl", "--cell-timeout", f"{settings.cell_timeout:g}"],
-                              key, package=course / "lecture2", timeout=settings.notebook_timeout,
+        events_path = scratch_root / f"{scratch.name}.events"  # outside the sandbox: only a descriptor goes in
+        outcome = sandbox.run(scratch, RUNNER, ["plan.json", "--cell-timeout", f"{settings.cell_timeout:g}"],
+                              key, events_path, package=package_dir(), timeout=settings.notebook_timeout,
                               memory=settings.memory_limit, threads=threads, sandboxed=settings.sandboxed,
                               nproc=4096, log=scratch_root / f"{scratch.name}.log")
         # every process of the run is dead: what it left can be read (as untrusted bytes)
-        raw = score.read_untrusted(scratch / "events.jsonl", 64 * 2**20) or b""
+        raw = score.read_untrusted(events_path, 64 * 2**20) or b""
+        events_path.unlink(missing_ok=True)
         events, altered = score.verify(raw, key)
         result = score.score(nb, events, job.withheld)
         result.problems = score.run_problems(nb, events, outcome.crashed, outcome.timed_out,

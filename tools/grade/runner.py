@@ -1,10 +1,12 @@
 """Stage 3b: run one notebook's cells. This file runs INSIDE the sandbox, beside the student's code.
 
-    python runner.py KEY_FD PLAN.json EVENTS [--cell-timeout SECONDS]
+    python runner.py KEY_FD EVENTS_FD PLAN.json [--cell-timeout SECONDS]
 
-It reads the HMAC key once from the inherited file descriptor KEY_FD and closes it before any cell runs,
-then executes the plan's code cells in order in one IPython shell (magics and `!` commands work, figures
-are captured), as nbgrader's kernel would. It appends one signed line per event to EVENTS:
+It reads the HMAC key once from the inherited file descriptor KEY_FD and closes it, reads the plan (the
+cells to run, hidden tests included) and deletes the file, all before any cell runs; then it executes the
+plan's code cells in order in one IPython shell (magics and `!` commands work, figures are captured), as
+nbgrader's kernel would. It appends one signed line per event to EVENTS_FD, a file the grader opened
+outside the sandbox (no path to it exists inside):
 
     {"seq": n, "type": "start" | "end" | "check" | "done", ...}<TAB>hex HMAC-SHA256(key, json)
 
@@ -31,9 +33,8 @@ class CellTimeout(BaseException):
     """Raised in a cell that ran past --cell-timeout: the notebook goes on with the next cell."""
 
 
-def _signer(key: bytes, path: str):
-    """emit(**fields): append one signed event. The key lives only in this closure."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+def _signer(key: bytes, fd: int):
+    """emit(**fields): append one signed event to `fd`. The key lives only in this closure."""
     seq = [0]
 
     def emit(**fields) -> None:
@@ -74,7 +75,7 @@ def _failure(error: BaseException) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    key_fd, plan_path, events_path = int(argv[0]), argv[1], argv[2]
+    key_fd, events_fd, plan_path = int(argv[0]), int(argv[1]), argv[2]
     cell_timeout = float(argv[argv.index("--cell-timeout") + 1]) if "--cell-timeout" in argv else 120.0
     key = b""
     while len(key) < 32:
@@ -86,10 +87,11 @@ def main(argv: list[str]) -> int:
     if len(key) < 32:
         print("runner: no key on the inherited descriptor", file=sys.stderr)
         return 2
-    emit = _signer(key, events_path)
+    emit = _signer(key, events_fd)
     del key
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
+    os.unlink(plan_path)
     os.environ["NBGRADER_EXECUTION"] = "autograde"
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 

@@ -90,7 +90,7 @@ def _ro_binds(paths: list[Path]) -> list[str]:
     return args
 
 
-def command(scratch: Path, runner: Path, runner_args: list[str], key_fd: int, *, package: Path,
+def command(scratch: Path, runner: Path, runner_args: list[str], fds: tuple[int, int], *, package: Path,
             tmp_bytes: int, threads: int, info_fd: int) -> list[str]:
     """The bwrap command line that runs `python runner.py ARGS` confined to `scratch`."""
     root_links = []
@@ -122,7 +122,7 @@ def command(scratch: Path, runner: Path, runner_args: list[str], key_fd: int, *,
         "--size", str(tmp_bytes), "--tmpfs", "/tmp",
         "--bind", str(scratch), SANDBOX_DIR, "--chdir", SANDBOX_DIR,
         "--info-fd", str(info_fd),
-        str(python), "-I", "-X", "utf8", str(runner.resolve()), str(key_fd), *runner_args,
+        str(python), "-I", "-X", "utf8", str(runner.resolve()), *map(str, fds), *runner_args,
     ]
 
 
@@ -137,32 +137,35 @@ def _limits(memory: int | None, nproc: int | None):
     return apply
 
 
-def run(scratch: Path, runner: Path, runner_args: list[str], key: bytes, *, package: Path, timeout: float,
-        memory: int | None, threads: int = 1, sandboxed: bool = True, nproc: int | None = None,
+def run(scratch: Path, runner: Path, runner_args: list[str], key: bytes, events: Path, *, package: Path,
+        timeout: float, memory: int | None, threads: int = 1, sandboxed: bool = True, nproc: int | None = None,
         log: Path | None = None) -> Outcome:
-    """Run the runner on `scratch` (confined unless `sandboxed` is False), the key on an inherited pipe.
+    """Run `runner KEY_FD EVENTS_FD ARGS` on `scratch` (confined unless `sandboxed` is False): the key on an
+    inherited pipe, the events file (outside the sandbox: `events`) as an inherited append-only descriptor.
     Returns when the run and every process it started have ended; kills all of them at `timeout` seconds."""
     key_read, key_write = os.pipe()
     os.write(key_write, key)
     os.close(key_write)
+    events_fd = os.open(events, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_EXCL, 0o600)
     info_read, info_write = os.pipe()
     start = time.perf_counter()
     out = open(log, "wb") if log else subprocess.DEVNULL
     try:
         if sandboxed:
-            argv = command(scratch, runner, runner_args, key_fd=key_read, package=package,
+            argv = command(scratch, runner, runner_args, (key_read, events_fd), package=package,
                            tmp_bytes=1 << 30, threads=threads, info_fd=info_write)
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    pass_fds=(key_read, info_write), start_new_session=True,
+                                    pass_fds=(key_read, events_fd, info_write), start_new_session=True,
                                     preexec_fn=_limits(memory, nproc))
         else:
             env = dict(os.environ, NBGRADER_EXECUTION="autograde", OMP_NUM_THREADS=str(threads),
                        MPLCONFIGDIR=str(scratch / ".matplotlib"))
-            proc = subprocess.Popen([sys.executable, "-X", "utf8", str(runner), str(key_read), *runner_args],
+            proc = subprocess.Popen([sys.executable, "-X", "utf8", str(runner), str(key_read), str(events_fd), *runner_args],
                                     cwd=scratch, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    pass_fds=(key_read,), preexec_fn=_limits(memory, None), start_new_session=True, env=env)
+                                    pass_fds=(key_read, events_fd), preexec_fn=_limits(memory, None), start_new_session=True, env=env)
     finally:
         os.close(key_read)
+        os.close(events_fd)
         os.close(info_write)
         if log:
             out.close()

@@ -42,6 +42,9 @@ FORBIDDEN_NAMES = {
     "open": "open (file access)", "input": "input", "breakpoint": "breakpoint", "exit": "exit", "quit": "quit",
     "get_ipython": "get_ipython (IPython's hooks)", "__builtins__": "__builtins__", "help": "help",
     "memoryview": "memoryview", "__loader__": "__loader__", "__spec__": "__spec__",
+    # IPython's history and output caches hold the source of the cells that ran, hidden tests included
+    "In": "In (IPython's input history)", "Out": "Out (IPython's output cache)", "_ih": "_ih", "_oh": "_oh",
+    "_dh": "_dh", "_i": "_i", "_ii": "_ii", "_iii": "_iii", "_": "_ (the last output)", "__": "__", "___": "___",
 }
 
 # Attributes that reach frames, code, namespaces and hooks, whatever object they are read from.
@@ -59,7 +62,11 @@ FORBIDDEN_ATTRIBUTES = {
     "register_module_parameter_registration_hook", "register_module_module_registration_hook",
     "TorchFunctionMode", "TorchDispatchMode", "set_default_dtype", "set_default_device", "set_default_tensor_type",
     "set_flush_denormal", "settrace", "setprofile", "excepthook", "displayhook", "system", "popen", "spawn",
-    "fork",
+    "fork", "load_inline", "cpp_extension", "library", "ops", "classes",
+    # modules that other modules carry as attributes (torch.sys, torch.os, lecture2.checks ...)
+    "sys", "os", "subprocess", "builtins", "importlib", "ctypes", "gc", "inspect", "threading", "signal",
+    "socket", "shutil", "pathlib", "pickle", "marshal", "multiprocessing", "traceback", "linecache", "checks",
+    "guard", "IPython", "sqlite3", "tempfile", "io", "code", "codeop", "runpy", "atexit", "faulthandler",
 }
 # Dunder attributes an answer may read: constructors (super().__init__) and names (type(x).__name__).
 ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__"}
@@ -447,7 +454,10 @@ class _Visitor(ast.NodeVisitor):
 
     # -- expressions -----------------------------------------------------------------------------------
     def visit_Name(self, node):
-        if node.id in FORBIDDEN_NAMES:
+        if node.id.startswith("_i") and node.id[2:].isdigit():
+            self.flag(node, f"{node.id} (IPython's input history)")
+            return
+        if node.id in FORBIDDEN_NAMES and not (node.id == "_" and isinstance(node.ctx, ast.Store)):
             self.flag(node, FORBIDDEN_NAMES[node.id])
             return
         if isinstance(node.ctx, ast.Load) and self._resolves_to_global(node.id):
