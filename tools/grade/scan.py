@@ -364,8 +364,8 @@ class _Visitor(ast.NodeVisitor):
             self.flag(node, "`global` at the top level")
 
     def visit_Import(self, node):
-        for name, module in _module_of(node):
-            self._check_module(node, module.lstrip("."))
+        for alias in node.names:
+            self._check_module(node, alias.name)
 
     def visit_ImportFrom(self, node):
         if node.level:
