@@ -93,10 +93,14 @@ def corpus(course: Path) -> dict[str, dict]:
         # faults that cost only their own exercise or notebook
         "infinite-loop": one(inside_tensor_bytes("while True:\n    pass"), 5, [f"{S1}: a cell timed out"]),
         "memory-hog": one(with_code("hog = bytearray(40 * 2**30)\n", gid=WM), 5, [f"{S1}: out of memory"]),
-        "swallows-timeouts": one(inside_tensor_bytes(
+        "swallows-timeouts": one(with_code(
+            "import time\ndef spin():\n    while True:\n        try:\n            time.sleep(0.5)\n"
+            "        except BaseException:\n            pass\nstarted = spin()\n"), 0,
+            [f"{S1}: stopped at the notebook's time limit"]),
+        "spins-in-background": one(inside_tensor_bytes(
             "import time\nwhile True:\n    try:\n        time.sleep(0.5)\n    except BaseException:\n        pass"),
-            0, [f"{S1}: stopped at the notebook's time limit"]),
-        "prints-points": one(inside_tensor_bytes("print(999)\nprint('✅ tensor_bytes: 检查通过 (all checks passed)')",
+            5, [f"{S1}: a cell timed out"]),
+        "prints-points": one(inside_tensor_bytes("print('PRINTED-BY-THE-STUDENT', shape)\nprint('✅ tensor_bytes: 检查通过 (all checks passed)')",
                                                  "math.prod(shape) * dtype.itemsize * 8"), 5),
         # attacks: the static scan withholds them, the sandbox would confine them
         "gradebook-sql": one(with_code("import sqlite3\n", "\nsqlite3.connect('../../../gradebook.db').execute("
@@ -146,6 +150,10 @@ def corpus(course: Path) -> dict[str, dict]:
         "fake-report": {"files": {NB1: inside_tensor_bytes(
             "import lecture2.checks\nwith lecture2.checks.exercise('tensor_bytes'):\n    pass",
             "math.prod(shape) * dtype.itemsize * 8")}, "score": 5, "allow": [TB], "report": ["ok"]},
+        "frames-allowed": {"files": {NB1: inside_tensor_bytes(
+            "import sys\nframe, seen = sys._getframe(1), []\nwhile frame is not None:\n"
+            "    seen += [v for k, v in frame.f_locals.items() if k == 'measured']\n    frame = frame.f_back",
+            "seen[0] if seen else 0")}, "score": 5, "allow": [TB], "report": ["ok"]},
         "escape": {"files": {NB1: sub.filled(NB1, **{TB: ESCAPE.format(other=other, gradebook=gradebook_db,
                                                                         checks=checks_py, course=course)})},
                    "score": 7, "allow": [TB], "report": ["ok"]},
@@ -280,7 +288,8 @@ def test_feedback_shows_no_hidden_test_and_nothing_the_student_printed(graded):
         assert not [h for h in hidden if h in lines], f"hidden test lines in {student}'s feedback"
         assert "20260201" not in text and "Traceback" not in text
     page = (course / "feedback" / "prints-points" / ASSIGNMENT / NB1.replace(".ipynb", ".html")).read_text("utf-8")
-    assert "999" not in page and "bits" in page, "the hint is shown, the student's print is not"
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "PRINTED-BY-THE-STUDENT" not in text and "bits" in text, "the hint is shown, the student's print is not"
 
 
 def test_the_sandbox_blocked_every_escape(graded):

@@ -12,18 +12,27 @@ outside the sandbox (no path to it exists inside):
 
 `check` events come only from `lecture2.checks.exercise` itself (the caller's code object is verified),
 while a test cell runs; `end` events carry the cell's status and, for a failed check, its message fields.
+
+Every plain function an answer cell defines is replaced by a wrapper that runs it in a thread of its own:
+while a student's function runs, no frame of the check that called it (with its expected values) is on
+its stack. (Classes run as they are: their methods run under the check's thread-local modes, such as
+the FLOP counter.)
 The grader trusts nothing else this process writes (outputs.json holds what cells printed, for display).
 Only the standard library and IPython are imported before the notebook's own cells run.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import hmac
 import json
 import os
 import signal
 import sys
+import threading
 import time
+import types
 
 MAX_TEXT = 100_000  # characters of stdout kept per cell (display only)
 MAX_IMAGES = 4  # figures kept per cell (display only)
@@ -45,6 +54,45 @@ def _signer(key: bytes, fd: int):
         os.write(fd, f"{body}\t{tag}\n".encode())
 
     return emit
+
+
+_in_answer = threading.local()
+
+
+def _isolated(fn):
+    """`fn`, called in a fresh thread (its stack holds none of the caller's frames); exceptions and the
+    return value come back as if called directly. A cell timeout in the caller stops the thread too."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if getattr(_in_answer, "active", False):  # an answer calling another answer: already isolated
+            return fn(*args, **kwargs)
+        box = {}
+
+        def target():
+            _in_answer.active = True
+            try:
+                box["value"] = fn(*args, **kwargs)
+            except BaseException as err:  # noqa: BLE001  handed back to the caller below
+                box["error"] = err
+
+        thread = threading.Thread(target=target, name="answer", daemon=True)
+        thread.start()
+        try:
+            while thread.is_alive():
+                thread.join(0.05)
+        except BaseException:  # the cell's timeout (or an interrupt) in the caller: stop the answer as well
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(CellTimeout))
+            thread.join(5)
+            raise
+        if "error" in box:
+            raise box.pop("error")
+        return box.pop("value")
+
+    return call
+
+
+def _made_in_a_cell(value: object) -> bool:
+    return type(value) is types.FunctionType and not os.path.exists(value.__code__.co_filename)
 
 
 def _short(value: object, limit: int = 300) -> str:
@@ -140,6 +188,7 @@ def main(argv: list[str]) -> int:
         emit(type="start", cell=index)
         start = time.perf_counter()
         error = None
+        before = {id(v) for v in shell.user_ns.values()}
         with capture_output(stdout=True, stderr=True, display=True) as captured:
             signal.setitimer(signal.ITIMER_REAL, cell_timeout)
             try:
@@ -150,6 +199,10 @@ def main(argv: list[str]) -> int:
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         current.update(cell=None, kind=None)
+        if kind == "answer":
+            for name, value in list(shell.user_ns.items()):
+                if id(value) not in before and _made_in_a_cell(value):
+                    shell.user_ns[name] = _isolated(value)
         seconds = round(time.perf_counter() - start, 3)
         if error is None:
             emit(type="end", cell=index, status="ok", seconds=seconds)
