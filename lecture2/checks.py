@@ -21,7 +21,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["CheckFailed", "HINTS", "Mistake", "exercise", "expect", "expect_close", "expect_equal",
+__all__ = ["CheckFailed", "Exercise", "HINTS", "Mistake", "exercise", "expect", "expect_close", "expect_equal",
            "expect_type", "grading", "mistake"]
 
 
@@ -295,27 +295,84 @@ def expect(condition: object, message: str) -> None:
         raise CheckFailed(message)
 
 
-def _report_pass(name: str) -> None:
-    """Tell the course's grader, when it runs this notebook, that exercise `name` passed (no-op otherwise)."""
+def _report(name: str, groups: dict[str, dict] | None) -> None:
+    """Tell the course's grader, when it runs this notebook, how exercise `name` did: passed (groups None)
+    or, for an exercise in check groups, each group's outcome (a no-op outside the grader)."""
     sink = sys.modules.get("_lecture2_result_sink")
     if sink is not None:
-        sink.report(name)
+        sink.report(name, groups)
+
+
+class Exercise:
+    """The exercise a test cell checks, as `exercise(...)` yields it: `with ex.group("drawn"):` runs one
+    named group of checks; a failure in a group is recorded and the next group still runs."""
+
+    def __init__(self, name: str, points: dict[str, float] | None):
+        self.name, self.points = name, dict(points or {})
+        self.outcomes: dict[str, dict] = {}  # group -> {"passed": bool, "hint": str | None, "message": str}
+
+    @contextmanager
+    def group(self, label: str):
+        """Run one group of checks; its outcome is recorded, a failure does not stop the other groups."""
+        __tracebackhide__ = True
+        if label not in self.points:
+            raise KeyError(f"group {label!r} is not among the exercise's groups {sorted(self.points)}")
+        try:
+            yield
+        except NotImplementedError:
+            raise
+        except CheckFailed as err:
+            self.outcomes[label] = {"passed": False, "hint": err.hint, "message": str(err), "what": err.what,
+                                    "want": None if err.want is None else _fmt(err.want)}
+        except Exception as err:  # the student's function raised: this group fails, the others run
+            self.outcomes[label] = {"passed": False, "hint": None,
+                                    "message": f"{type(err).__name__}: {err}"[:500]}
+        else:
+            self.outcomes[label] = {"passed": True, "hint": None, "message": ""}
+
+    def summary(self) -> str:
+        parts = []
+        for label, weight in self.points.items():
+            if label in self.outcomes:
+                mark = "✅" if self.outcomes[label]["passed"] else "❌"
+                parts.append(f"{mark} {label} ({weight:g})")
+        return "，".join(parts)
 
 
 @contextmanager
-def exercise(name: str):
+def exercise(name: str, points: dict[str, float] | None = None):
     """Wrap an exercise's checks: a success line when they pass, a notice for an unfilled stub.
 
     In the lab an unfilled exercise (NotImplementedError) prints a notice and lets `Run All` go on;
     under nbgrader it raises so that the cell earns no points. Any other failure raises everywhere.
+
+    With `points` ({group: weight}, e.g. {"lecture": 1, "drawn": 2}) the checks come in named groups
+    (`with ex.group("drawn"):`), each worth its share of the cell's points when all its cases pass: the
+    grader awards the shares of the groups this context reports passed. A group that did not run (the
+    hidden ones, in the lab) counts for nothing here and is not shown.
     """
     __tracebackhide__ = True
+    ex = Exercise(name, points)
     try:
-        yield
+        yield ex
     except NotImplementedError:
         if grading():
-            raise CheckFailed(f"练习 {name} 还没有完成 (not implemented yet)。") from None
+            _report(name, {g: {"passed": False, "hint": None, "message": "not implemented"} for g in ex.points} or None)
+            raise CheckFailed(f"练习 {name} 还没有完成 (not implemented yet)。", what=name, hint=None) from None
         print(f"⏳ 练习 {name} 还没有完成 (not implemented yet)：填写上面的函数后再运行这个检查。")
         return
-    _report_pass(name)
-    print(f"✅ {name}: 检查通过 (all checks passed)")
+    except BaseException:
+        if ex.points:  # a timeout or an error in the check itself: the groups that finished still count
+            _report(name, {g: ex.outcomes.get(g, {"passed": False, "hint": None, "message": "not run"})
+                           for g in ex.points})
+        raise
+    if not ex.points:
+        _report(name, None)
+        print(f"✅ {name}: 检查通过 (all checks passed)")
+        return
+    _report(name, {g: ex.outcomes.get(g, {"passed": False, "hint": None, "message": "not run"}) for g in ex.points})
+    failed = [g for g, o in ex.outcomes.items() if not o["passed"]]
+    if failed:
+        first = ex.outcomes[failed[0]]
+        raise CheckFailed(f"{first['message']}\n[{name}: {ex.summary()}]", what=None, hint=first["hint"])
+    print(f"✅ {name}: 检查通过 (all checks passed) — {ex.summary()}")

@@ -87,3 +87,20 @@ def test_untrusted_files_are_read_only_when_plain(tmp_path):
     assert read_untrusted(tmp_path / "link", 100) is None
     assert read_untrusted(tmp_path / "fifo", 100) is None
     assert read_untrusted(tmp_path / "missing", 100) is None
+
+
+def test_check_groups_earn_their_share_of_the_points():
+    """A cell whose exercise declares groups: each passed group earns weight / total of the cell's points."""
+    nb = splice.load(SOLUTIONS / NAME, RELEASE / NAME)
+    cell = nb.tests[1]  # float_format_limits, 3 points
+    cell.source = cell.source.replace('checks.exercise("float_format_limits")',
+                                      'checks.exercise("float_format_limits", points={"lecture": 1, "drawn": 2})')
+    groups = {"lecture": {"passed": True}, "drawn": {"passed": False, "hint": "h", "message": "m"}}
+    events = [{"type": "start", "cell": cell.index},
+              {"type": "check", "cell": cell.index, "name": "float_format_limits", "groups": groups},
+              {"type": "end", "cell": cell.index, "status": "error", "ename": "CheckFailed"}]
+    result = score(nb, events, {}).tests[1]
+    assert result.points == 1.0 and result.status == "partial"
+    assert [g["passed"] for g in result.groups] == [True, False]
+    foreign = events[:2] + [{"type": "foreign_report", "cell": cell.index}] + events[2:]
+    assert score(nb, foreign, {}).tests[1].points == 0

@@ -25,10 +25,35 @@ def _known_hints() -> set[str]:
     return set(checks.HINTS.values())
 
 
+def group_line(group: dict, known_hints: set[str]) -> str:
+    """One check group's line: its points, and for a failure what a student may see of it."""
+    share = f"{group['points']:.3g}/{group['max_points']:.3g} 分"
+    if group["passed"]:
+        return f"  ✅ {group['group']}: {share}"
+    line = f"  ❌ {group['group']}: {share}"
+    hint = group.get("hint")
+    if group.get("hidden"):
+        line += " — 隐藏检查 (hidden checks)"
+        if hint and hint in known_hints:
+            line += f"\n     提示 (hint): {hint}"
+        return line
+    if group.get("what"):
+        line += f" — {group['what']}: 期望 (expected) {group.get('want')}"
+    elif group.get("message") == "not run":
+        line += " — 没有运行 (not run)"
+    if hint:
+        line += f"\n     提示 (hint): {hint}"
+    return line
+
+
 def result_line(result: TestResult, exercise: str, answer_errors: list[str]) -> str:
     """The grader's line under a test cell."""
     points = f"{result.points:g}/{result.max_points:g} 分 (points)"
     f = result.failure
+    if result.groups and result.status != "withheld":
+        mark = {"passed": "✅", "partial": "◐", "timeout": "⏱"}.get(result.status, "❌")
+        known = _known_hints()
+        return "\n".join([f"{mark} {exercise}: {points}", *(group_line(g, known) for g in result.groups)])
     if result.status == "passed":
         return f"✅ {exercise}: 通过 (passed) — {points}"
     if result.status == "withheld":

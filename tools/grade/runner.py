@@ -149,17 +149,25 @@ def main(argv: list[str]) -> int:
     checks_file = os.path.realpath(checks.__file__)
     current = {"cell": None, "kind": None}
 
-    def report(name: str) -> None:
-        """Called by lecture2.checks._report_pass from lecture2.checks.exercise, and by nothing else."""
+    def report(name: str, groups: dict | None = None) -> None:
+        """Called by lecture2.checks._report from lecture2.checks.exercise, and by nothing else."""
         frame = sys._getframe(1)
         caller, outer = frame.f_code, frame.f_back.f_code if frame.f_back else None
-        genuine = (caller.co_name == "_report_pass" and outer is not None and outer.co_name == "exercise"
+        genuine = (caller.co_name == "_report" and outer is not None and outer.co_name == "exercise"
                    and os.path.realpath(caller.co_filename) == checks_file
                    and os.path.realpath(outer.co_filename) == checks_file)
-        if genuine and current["kind"] == "test" and isinstance(name, str):
-            emit(type="check", cell=current["cell"], name=name[:200])
-        else:
+        if not (genuine and current["kind"] == "test" and type(name) is str):
             emit(type="foreign_report", cell=current["cell"])
+            return
+        clean = None
+        if type(groups) is dict:
+            clean = {}
+            for label, outcome in list(groups.items())[:50]:
+                if type(label) is str and type(outcome) is dict:
+                    text = {k: outcome.get(k)[:1000] if type(outcome.get(k)) is str else None
+                            for k in ("hint", "what", "want", "message")}
+                    clean[label[:100]] = {"passed": outcome.get("passed") is True, **text}
+        emit(type="check", cell=current["cell"], name=name[:200], groups=clean)
 
     import types
 

@@ -27,10 +27,11 @@ class TestResult:
     grade_id: str
     points: float
     max_points: float
-    status: str
+    status: str  # with check groups: passed, partial or failed by the groups' outcomes
     failure: dict = field(default_factory=dict)  # fields of the end event (ename, what, want, hint, line, ...)
     in_hidden: bool = False  # the failure was raised in the hidden region
     reason: str = ""  # for withheld: the scan's findings
+    groups: list[dict] = field(default_factory=list)  # [{exercise, group, weight, points, passed, hint, hidden}]
 
 
 @dataclass
@@ -85,18 +86,44 @@ def verify(raw: bytes, key: bytes) -> tuple[list[dict], str | None]:
     return events, None
 
 
-def exercise_names(source: str) -> set[str]:
-    """The names a test cell checks: the string arguments of its `checks.exercise("...")` calls."""
-    names = set()
+def exercise_groups(source: str) -> dict[str, dict[str, float]]:
+    """The exercises a test cell checks, from its source (the instructor's): name -> {group: weight} for
+    `checks.exercise("name", points={"lecture": 1, ...})`, or name -> {} for an all-or-nothing exercise."""
+    found: dict[str, dict[str, float]] = {}
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return names
+        return found
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "exercise"
                 and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            names.add(node.args[0].value)
-    return names
+            groups = {}
+            for kw in node.keywords:
+                if kw.arg == "points" and isinstance(kw.value, ast.Dict):
+                    for key, value in zip(kw.value.keys, kw.value.values):
+                        if isinstance(key, ast.Constant) and isinstance(value, ast.Constant):
+                            groups[str(key.value)] = float(value.value)
+            found[node.args[0].value] = groups
+    return found
+
+
+def exercise_names(source: str) -> set[str]:
+    """The names a test cell checks: the string arguments of its `checks.exercise("...")` calls."""
+    return set(exercise_groups(source))
+
+
+def group_lines(source: str) -> dict[str, int]:
+    """The line of each `with ex.group("label"):` in a test cell (to tell hidden groups from visible)."""
+    lines = {}
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return lines
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "group"
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            lines.setdefault(node.args[0].value, node.lineno)
+    return lines
 
 
 def score(notebook: Notebook, events: list[dict], withheld: dict[str, list[str]]) -> NotebookResult:
@@ -105,14 +132,14 @@ def score(notebook: Notebook, events: list[dict], withheld: dict[str, list[str]]
     for event in events:
         cell = event.get("cell")
         if isinstance(cell, int) and not isinstance(cell, bool):
-            entry = by_cell.setdefault(cell, {"start": False, "end": None, "checks": set(), "foreign": 0})
+            entry = by_cell.setdefault(cell, {"start": False, "end": None, "checks": {}, "foreign": 0})
             kind = event.get("type")
             if kind == "start":
                 entry["start"] = True
             elif kind == "end" and entry["end"] is None:
                 entry["end"] = event
             elif kind == "check" and entry["end"] is None and isinstance(event.get("name"), str):
-                entry["checks"].add(event["name"])
+                entry["checks"][event["name"]] = event  # the last report of each exercise counts
             elif kind == "foreign_report":
                 entry["foreign"] += 1
     results = []
@@ -128,11 +155,14 @@ def score(notebook: Notebook, events: list[dict], withheld: dict[str, list[str]]
             results.append(result)
             continue
         end = entry["end"]
-        if end is None:
+        declared = exercise_groups(cell.source)
+        if any(declared.values()):
+            _score_groups(result, cell, declared, entry)
+        elif end is None:
             result.status = "stopped"
         elif end.get("status") == "ok":
-            wanted = exercise_names(cell.source)
-            if wanted and wanted <= entry["checks"] and not entry["foreign"]:
+            wanted = set(declared)
+            if wanted and wanted <= set(entry["checks"]) and not entry["foreign"]:
                 result.status, result.points = "passed", maximum
             else:
                 result.status = "failed"
@@ -144,6 +174,40 @@ def score(notebook: Notebook, events: list[dict], withheld: dict[str, list[str]]
             result.in_hidden = bool(cell.hidden and isinstance(line, int) and cell.hidden[0] <= line <= cell.hidden[1])
         results.append(result)
     return NotebookResult(notebook.name, results)
+
+
+def _score_groups(result: TestResult, cell, declared: dict[str, dict[str, float]], entry: dict) -> None:
+    """Partial credit: each group's share of the cell's points when the exercise's last signed report says
+    it passed. Weights come from the instructor's source; an exercise without groups weighs 1."""
+    total = sum(sum(g.values()) if g else 1.0 for g in declared.values())
+    lines = group_lines(cell.source)
+    earned = 0.0
+    for name, groups in declared.items():
+        event = entry["checks"].get(name)
+        reported = event.get("groups") if event and isinstance(event.get("groups"), dict) else {}
+        for label, weight in (groups or {name: 1.0}).items():
+            outcome = reported.get(label) if groups else ({"passed": True} if event and not groups else None)
+            passed = bool(outcome and outcome.get("passed") is True) and not entry["foreign"]
+            share = result.max_points * weight / total if total else 0.0
+            hidden = bool(cell.hidden and label in lines and cell.hidden[0] <= lines[label] <= cell.hidden[1])
+            result.groups.append({"exercise": name, "group": label, "weight": weight, "max_points": share,
+                                  "points": share if passed else 0.0, "passed": passed, "hidden": hidden,
+                                  **{k: (outcome or {}).get(k) for k in ("hint", "what", "want", "message")}})
+            earned += share if passed else 0.0
+    result.points = min(max(earned, 0.0), result.max_points)  # clamped to the cell's points
+    end = entry["end"]
+    if end is not None and end.get("status") not in ("ok", "error"):
+        result.failure = {k: end.get(k) for k in ("ename", "line", "message")}
+    elif end is not None and end.get("status") == "error":
+        result.failure = {k: end.get(k) for k in ("ename", "what", "want", "hint", "line", "message")}
+    if all(g["passed"] for g in result.groups):
+        result.status = "passed"
+    elif end is None:
+        result.status = "stopped"
+    elif end.get("status") == "timeout":
+        result.status = "timeout"
+    else:
+        result.status = "partial" if result.points > 0 else "failed"
 
 
 def run_problems(notebook: Notebook, events: list[dict], crashed: bool, timed_out: bool, limit: float,
