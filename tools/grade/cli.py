@@ -90,7 +90,8 @@ def prepare(student: str, folder: Path, notebooks: dict[str, splice.Notebook], s
     if not folder.is_dir():
         record.problems.append(f"no {ASSIGNMENT}/ folder: every notebook missing")
         return jobs
-    unexpected = sorted(p.name for p in folder.iterdir() if p.name not in notebooks and not p.name.startswith("."))
+    unexpected = sorted(p.name for p in folder.iterdir()
+                        if p.name not in notebooks and not p.name.startswith(".") and p.name != "timestamp.txt")
     if unexpected:
         record.problems.append(f"unexpected files ignored: {', '.join(unexpected)}")
     for name, nb in notebooks.items():
