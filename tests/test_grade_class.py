@@ -326,3 +326,19 @@ def test_bad_course_folder_is_explained(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text("")
     with pytest.raises(SystemExit, match="no submissions"):
         cli.grade_class(tmp_path, cli.Settings())
+
+
+def test_the_mistakes_table_counts_exactly_who_made_each_mistake(graded):
+    """mistakes.csv: the bits-for-bytes hint is drawn by exactly the students whose tensor_bytes counts bits
+    (and whose answer ran); an unfilled notebook is 'not-implemented' on every exercise."""
+    rows = list(csv.DictReader((graded["course"] / "mistakes.csv").open(encoding="utf-8")))
+    by_key = {(r["test"], r["hint_key"]): r for r in rows}
+    bits = by_key[(f"{TB}_check", "bits_for_bytes")]
+    assert bits["who"].split(";") == sorted(["planted-mistake", "duplicated-answer", "deleted-test-cells",
+                                             "edited-test-cell", "prints-points", "fake-report"])
+    assert int(bits["students"]) == 6
+    for test in (f"{TB}_check", f"{FF}_check", f"{WM}_check"):
+        assert by_key[(test, "not-implemented")]["who"] == "blank"
+    page = (graded["course"] / "class_report" / "index.html").read_text(encoding="utf-8")
+    assert "gradebook-sql" in page and "import of sqlite3" in page, "withheld answers are listed for review"
+    assert (graded["course"] / "class_report" / "scores.png").stat().st_size > 1000

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import ASSIGNMENT, feedback, gradebook, sandbox, scan, score, splice, submission
+from . import ASSIGNMENT, classreport, feedback, gradebook, sandbox, scan, score, splice, submission
 from .report import Student, report_line
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
@@ -173,6 +173,7 @@ def _write_artifacts(job: Job, course: Path, plan: dict, outputs: list, events: 
     target = course / "autograded" / job.student / ASSIGNMENT
     target.mkdir(parents=True, exist_ok=True)
     nbformat.write(executed, target / nb.name)
+    (target / f"{nb.stem}.grading.json").write_text(json.dumps(classreport.summary(job.result)), encoding="utf-8")
     ends = {e["cell"]: e for e in events if e.get("type") == "end"}
     answer_ends = {c.grade_id: ends.get(c.index) for c in nb.cells if c.kind == "answer" and c.grade_id in job.answers}
     page = feedback.notebook(nb, release_path, job.result, job.answers, answer_ends,
@@ -266,6 +267,7 @@ def grade_class(course: Path, settings: Settings, students: list[str] | None = N
             shutil.rmtree(scratch_root, ignore_errors=True)
         print(file=sys.stderr)
     gradebook.write_csv(course)
+    classreport.write(course, gradebook.students(course), gradebook.max_scores(course))
     return sorted(results, key=lambda s: s.name)
 
 

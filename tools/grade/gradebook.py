@@ -47,6 +47,12 @@ def max_scores(course: Path) -> dict[str, float]:
         return {nb.name: nb.max_score for nb in gb.find_assignment(ASSIGNMENT).notebooks}
 
 
+def students(course: Path) -> list[str]:
+    """Every student in the course gradebook."""
+    with Gradebook(db_url(course)) as gb:
+        return sorted(s.id for s in gb.students)
+
+
 def merge(course: Path, student: str, results: dict[str, NotebookResult]) -> dict[str, float]:
     """Replace `student`'s grades with `results` (notebook stem -> result; a notebook not in it scores 0),
     keeping manual grades given earlier. Returns the score per notebook stem as the gradebook has it."""
