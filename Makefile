@@ -2,7 +2,9 @@
 #   make lab        set up, then open JupyterLab on notebooks/
 #   make test       set up, then run the whole test suite (what CI runs)
 #   make release    regenerate notebooks/ (the student release) from solutions/
-#   make grade      grade every submission under submitted/ (all cores), write feedback/ and grades.csv
+#   make grade      grade every submission under submitted/ in bubblewrap sandboxes, write feedback/ and grades.csv
+#   make validate   check a notebook as the grader will (NOTEBOOK=notebooks/lec02/NAME.ipynb; default: all)
+#   make collect    unpack an LMS download (ZIP=submissions.zip, Canvas or Moodle) into submitted/
 #   make bundle     the student bundle: dist/lecture2-student.zip
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +13,7 @@ STAMP := $(VENV)/.installed
 # nbgrader starts `alembic` as a subprocess: the venv's bin/ must be on PATH.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup lab test test-fast release grade bundle clean-grading
+.PHONY: setup lab test test-fast release grade validate collect bundle clean-grading
 
 setup: $(STAMP)
 
@@ -38,8 +40,16 @@ release: setup
 grade: setup
 	$(BIN)/python -m tools.grade $(GRADE_ARGS)
 
+collect: setup
+	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=submissions.zip"; exit 2; }
+	$(BIN)/python -m tools.grade.collect $(ZIP)
+
+NOTEBOOK ?= $(wildcard notebooks/lec02/*.ipynb)
+validate: setup
+	$(BIN)/python -m tools.grade.validate $(NOTEBOOK)
+
 bundle: setup
 	$(BIN)/python -m tools.bundle
 
 clean-grading:
-	rm -rf submitted autograded feedback gradebook.db grades.csv dist
+	rm -rf submitted autograded feedback downloaded class_report gradebook.db grades.csv mistakes.csv dist

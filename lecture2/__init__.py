@@ -12,7 +12,6 @@ Modules, one job each:
     profile   a device profile (matmul FLOP/s, bandwidth, predictions vs measurements) and the shipped ones
     reference the shipped profiles beside the student's own run (notebooks 01, 05-08): tables and plots
     cli       `python -m lecture2 ...`
-    guard     (grading only) undoes monkeypatching in graded kernels
 """
 from . import checks, estimate, fmt, hardware, measure, models, training_state
 

@@ -6,21 +6,35 @@ module only compares and explains. Messages are Chinese with the English technic
 While nbgrader grades or validates (it sets NBGRADER_EXECUTION) every failure raises, so the cell earns
 no points. In the lab, an exercise that is still a stub (NotImplementedError) prints a notice instead of
 stopping `Run All`, so a student can read the whole notebook before filling anything in.
+
+Answers are compared as exact built-in types (`int`, `float`, `str`, `list`, `tuple`, `dict`, ... and exactly
+`torch.Tensor`): a subclass could compare equal to anything, so it is refused with a message that says
+what to return instead. When the course's grader runs a notebook (tools/grade/runner.py), `exercise`
+reports each passed exercise to the grader's result sink; that report, not anything printed, is what earns
+the points.
 """
 from __future__ import annotations
 
 import math
-import numbers
 import os
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["CheckFailed", "HINTS", "Mistake", "exercise", "expect", "expect_close", "expect_equal",
+__all__ = ["CheckFailed", "Exercise", "HINTS", "Mistake", "exercise", "expect", "expect_close", "expect_equal",
            "expect_type", "grading", "mistake"]
 
 
 class CheckFailed(AssertionError):
-    """A check that did not pass; its message says what was expected, what came back, and a hint."""
+    """A check that did not pass; its message says what was expected, what came back, and a hint.
+
+    `what`, `want` and `hint` are kept apart from the message for the grader's feedback, which shows them
+    and never the student's own value (a value the student's code made can carry anything).
+    """
+
+    def __init__(self, message: str, *, what: str | None = None, want: object = None, hint: str | None = None):
+        super().__init__(message)
+        self.what, self.want, self.hint = what, want, hint
 
 
 # The usual mistakes, by name. A test cell pairs one with the value that mistake would produce.
@@ -110,13 +124,61 @@ def grading() -> bool:
 
 
 def _fmt(value: object) -> str:
-    if isinstance(value, float):
+    if type(value) is float:
         return f"{value:.6g}"
-    return repr(value)
+    try:
+        text = repr(value) if _foreign(value) is None else object.__repr__(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 200 else text[:200] + "…"
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    """An exact int or float (bool is not a number here; subclasses are not either)."""
+    return type(value) in (int, float)
+
+
+_SCALARS = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _exact_types() -> tuple[type, ...]:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return ()
+    return (torch.Tensor, torch.nn.Parameter, torch.dtype, torch.device, torch.Size)
+
+
+def _foreign(value: object, depth: int = 0) -> str | None:
+    """None when `value` is built only of exact built-in types (and exact torch Tensors, dtypes, devices,
+    Sizes); else the name of the first type that is not, e.g. "MyFloat" or "numpy.float64"."""
+    kind = type(value)
+    if kind in _SCALARS or kind in _exact_types():
+        return None
+    if depth > 20:
+        return "a value nested more than 20 levels deep"
+    if kind in (list, tuple, set, frozenset):
+        for item in value:
+            bad = _foreign(item, depth + 1)
+            if bad:
+                return bad
+        return None
+    if kind is dict:
+        for key, item in value.items():
+            bad = _foreign(key, depth + 1) or _foreign(item, depth + 1)
+            if bad:
+                return bad
+        return None
+    module = getattr(kind, "__module__", "") or ""
+    return f"{module}.{kind.__qualname__}" if module not in ("builtins", "__main__", "") else kind.__qualname__
+
+
+def _refuse_foreign(got: object, what: str) -> None:
+    __tracebackhide__ = True
+    bad = _foreign(got)
+    if bad:
+        raise CheckFailed(f"{what}: 应返回 Python 内置类型 (built-in types: int, float, str, list, tuple, dict) "
+                          f"或 torch.Tensor 组成的值，得到 {bad}。用 int(...) / float(...) / .item() / .tolist() 转换。",
+                          what=what, hint="返回值要是内置类型 (built-in types)，不是它们的子类或 numpy 标量。")
 
 
 def _fail(what: str, want: object, got: object, hint: str | None = None, extra: str = "") -> None:
@@ -124,7 +186,7 @@ def _fail(what: str, want: object, got: object, hint: str | None = None, extra: 
     message = f"{what}: 期望 (expected) {_fmt(want)}，得到 (got) {_fmt(got)}。{extra}"
     if hint:
         message += f"\n提示 (hint): {hint}"
-    raise CheckFailed(message)
+    raise CheckFailed(message, what=what, want=want, hint=hint)
 
 
 def _close(a: float, b: float, rtol: float, atol: float) -> bool:
@@ -136,68 +198,181 @@ def _matching_hint(got: object, mistakes, rtol: float, atol: float) -> str | Non
         if _is_number(got) and _is_number(m.value):
             if _close(float(got), float(m.value), rtol, atol):
                 return m.hint
-        elif got == m.value:
+        elif _foreign(m.value) is None and type(got) is type(m.value) and got == m.value:
             return m.hint
     return None
 
 
+def _explain_difference(got: float, want: float, terms: dict[str, float] | None, rtol: float) -> str:
+    """For a wrong number that matches no single mistake: the ratio, the difference, and which named term
+    (or a small multiple of it) the difference equals: often two mistakes at once."""
+    parts = []
+    if want and got:
+        parts.append(f"比值 ratio got/expected = {got / want:.4g}")
+    diff = got - want
+    parts.append(f"差 difference got − expected = {diff:+.6g}")
+    for name, value in (terms or {}).items():
+        if not value:
+            continue
+        for k in (1, -1, 2, -2, 3, -3, 4, -4):
+            if math.isclose(diff, k * value, rel_tol=max(rtol, 1e-9), abs_tol=0.0):
+                which = "多算" if k > 0 else "漏算"
+                times = "" if abs(k) == 1 else f" {abs(k)} 次"
+                parts.append(f"= {k:+d} × {name}：是不是{which}了{times} {name}？")
+                break
+        else:
+            continue
+        break
+    return "(" + "，".join(parts) + ")"
+
+
 def expect_type(got: object, types: type | tuple[type, ...], *, what: str) -> None:
-    """Fail unless `got` is an instance of `types` (bool is not accepted as a number)."""
+    """Fail unless `got` is exactly of one of `types` (a subclass of a built-in type or of torch.Tensor
+    does not count; bool is not accepted as a number). Other classes are matched with isinstance."""
     __tracebackhide__ = True
     types = types if isinstance(types, tuple) else (types,)
-    if isinstance(got, bool) and bool not in types:
-        ok = False
-    else:
-        ok = isinstance(got, types)
+    exact = set(_SCALARS) | {list, tuple, set, frozenset, dict} | set(_exact_types())
+    ok = False
+    for t in types:
+        if t in exact:
+            torch = sys.modules.get("torch")
+            ok = type(got) is t or (torch is not None and t is torch.Tensor and type(got) is torch.nn.Parameter)
+        else:
+            ok = isinstance(got, t) and not (isinstance(got, bool) and t is not bool)
+        if ok:
+            break
     if not ok:
         names = " 或 ".join(t.__name__ for t in types)
-        raise CheckFailed(f"{what}: 应返回 {names}，得到 {type(got).__name__} ({_fmt(got)})。")
+        raise CheckFailed(f"{what}: 应返回 {names}，得到 {type(got).__name__} ({_fmt(got)})。", what=what)
 
 
 def expect_close(got: object, want: float, *, what: str, rtol: float = 1e-9, atol: float = 0.0,
-                 mistakes: tuple[Mistake, ...] | list[Mistake] = ()) -> None:
-    """Fail unless `got` is a real number within `rtol`/`atol` of `want`; name the matching mistake."""
+                 mistakes: tuple[Mistake, ...] | list[Mistake] = (), terms: dict[str, float] | None = None) -> None:
+    """Fail unless `got` is an exact int or float within `rtol`/`atol` of `want`; name the matching
+    mistake, or else explain the difference with the named `terms` (e.g. {"d": d, "V·d": V * d})."""
     __tracebackhide__ = True
     if not _is_number(got):
-        raise CheckFailed(f"{what}: 应返回一个数 (a real number)，得到 {type(got).__name__} ({_fmt(got)})。")
+        _refuse_foreign(got, what)
+        raise CheckFailed(f"{what}: 应返回一个数 (a real number: int or float)，得到 {type(got).__name__} ({_fmt(got)})。",
+                          what=what, want=want)
     if not _close(float(got), float(want), rtol, atol):
         hint = _matching_hint(got, mistakes, rtol, atol)
-        ratio = ""
-        if hint is None and want and got and _is_number(want):
-            ratio = f"(比值 ratio got/expected = {float(got) / float(want):.4g})"
-        _fail(what, want, got, hint, ratio)
+        extra = "" if hint or not _is_number(want) else _explain_difference(float(got), float(want), terms, rtol)
+        _fail(what, want, got, hint, extra)
 
 
 def expect_equal(got: object, want: object, *, what: str,
-                 mistakes: tuple[Mistake, ...] | list[Mistake] = ()) -> None:
-    """Fail unless `got == want` exactly; name the matching mistake."""
+                 mistakes: tuple[Mistake, ...] | list[Mistake] = (), terms: dict[str, float] | None = None) -> None:
+    """Fail unless `got == want` exactly, `got` built of exact built-in types; name the matching mistake,
+    or else explain a numeric difference with the named `terms`."""
     __tracebackhide__ = True
+    _refuse_foreign(got, what)
     if _is_number(want) and not _is_number(got):
-        raise CheckFailed(f"{what}: 应返回一个数 (a number)，得到 {type(got).__name__} ({_fmt(got)})。")
+        raise CheckFailed(f"{what}: 应返回一个数 (a number)，得到 {type(got).__name__} ({_fmt(got)})。", what=what, want=want)
     if got != want:
-        _fail(what, want, got, _matching_hint(got, mistakes, 0.0, 0.0))
+        hint = _matching_hint(got, mistakes, 0.0, 0.0)
+        extra = ""
+        if hint is None and _is_number(got) and _is_number(want):
+            extra = _explain_difference(float(got), float(want), terms, 0.0)
+        _fail(what, want, got, hint, extra)
 
 
-def expect(condition: bool, message: str) -> None:
-    """Fail with `message` unless `condition` holds."""
+def expect(condition: object, message: str) -> None:
+    """Fail with `message` unless `condition` is True: a bool, a numpy bool or a one-element bool
+    torch.Tensor (anything else is refused: a student's object could claim to be true)."""
     __tracebackhide__ = True
+    kind = type(condition)
+    if kind is not bool:
+        torch = sys.modules.get("torch")
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and kind is numpy.bool_:
+            condition = bool(condition)
+        elif torch is not None and kind is torch.Tensor and condition.dtype == torch.bool and condition.numel() == 1:
+            condition = bool(condition)
+        else:
+            raise CheckFailed(f"{message}\n(检查得到的不是 True/False，而是 {kind.__name__}：返回值的类型不对)")
     if not condition:
         raise CheckFailed(message)
 
 
+def _report(name: str, groups: dict[str, dict] | None) -> None:
+    """Tell the course's grader, when it runs this notebook, how exercise `name` did: passed (groups None)
+    or, for an exercise in check groups, each group's outcome (a no-op outside the grader)."""
+    sink = sys.modules.get("_lecture2_result_sink")
+    if sink is not None:
+        sink.report(name, groups)
+
+
+class Exercise:
+    """The exercise a test cell checks, as `exercise(...)` yields it: `with ex.group("drawn"):` runs one
+    named group of checks; a failure in a group is recorded and the next group still runs."""
+
+    def __init__(self, name: str, points: dict[str, float] | None):
+        self.name, self.points = name, dict(points or {})
+        self.outcomes: dict[str, dict] = {}  # group -> {"passed": bool, "hint": str | None, "message": str}
+
+    @contextmanager
+    def group(self, label: str):
+        """Run one group of checks; its outcome is recorded, a failure does not stop the other groups."""
+        __tracebackhide__ = True
+        if label not in self.points:
+            raise KeyError(f"group {label!r} is not among the exercise's groups {sorted(self.points)}")
+        try:
+            yield
+        except NotImplementedError:
+            raise
+        except CheckFailed as err:
+            self.outcomes[label] = {"passed": False, "hint": err.hint, "message": str(err), "what": err.what,
+                                    "want": None if err.want is None else _fmt(err.want)}
+        except Exception as err:  # the student's function raised: this group fails, the others run
+            self.outcomes[label] = {"passed": False, "hint": None,
+                                    "message": f"{type(err).__name__}: {err}"[:500]}
+        else:
+            self.outcomes[label] = {"passed": True, "hint": None, "message": ""}
+
+    def summary(self) -> str:
+        parts = []
+        for label, weight in self.points.items():
+            if label in self.outcomes:
+                mark = "✅" if self.outcomes[label]["passed"] else "❌"
+                parts.append(f"{mark} {label} ({weight:g})")
+        return "，".join(parts)
+
+
 @contextmanager
-def exercise(name: str):
+def exercise(name: str, points: dict[str, float] | None = None):
     """Wrap an exercise's checks: a success line when they pass, a notice for an unfilled stub.
 
     In the lab an unfilled exercise (NotImplementedError) prints a notice and lets `Run All` go on;
     under nbgrader it raises so that the cell earns no points. Any other failure raises everywhere.
+
+    With `points` ({group: weight}, e.g. {"lecture": 1, "drawn": 2}) the checks come in named groups
+    (`with ex.group("drawn"):`), each worth its share of the cell's points when all its cases pass: the
+    grader awards the shares of the groups this context reports passed. A group that did not run (the
+    hidden ones, in the lab) counts for nothing here and is not shown.
     """
     __tracebackhide__ = True
+    ex = Exercise(name, points)
     try:
-        yield
+        yield ex
     except NotImplementedError:
         if grading():
-            raise CheckFailed(f"练习 {name} 还没有完成 (not implemented yet)。") from None
+            _report(name, {g: {"passed": False, "hint": None, "message": "not implemented"} for g in ex.points} or None)
+            raise CheckFailed(f"练习 {name} 还没有完成 (not implemented yet)。", what=name, hint=None) from None
         print(f"⏳ 练习 {name} 还没有完成 (not implemented yet)：填写上面的函数后再运行这个检查。")
         return
-    print(f"✅ {name}: 检查通过 (all checks passed)")
+    except BaseException:
+        if ex.points:  # a timeout or an error in the check itself: the groups that finished still count
+            _report(name, {g: ex.outcomes.get(g, {"passed": False, "hint": None, "message": "not run"})
+                           for g in ex.points})
+        raise
+    if not ex.points:
+        _report(name, None)
+        print(f"✅ {name}: 检查通过 (all checks passed)")
+        return
+    _report(name, {g: ex.outcomes.get(g, {"passed": False, "hint": None, "message": "not run"}) for g in ex.points})
+    failed = [g for g, o in ex.outcomes.items() if not o["passed"]]
+    if failed:
+        first = ex.outcomes[failed[0]]
+        raise CheckFailed(f"{first['message']}\n[{name}: {ex.summary()}]", what=None, hint=first["hint"])
+    print(f"✅ {name}: 检查通过 (all checks passed) — {ex.summary()}")

@@ -58,3 +58,33 @@ def test_exercise_under_nbgrader_fails_a_stub(monkeypatch, capsys):
     with checks.exercise("demo"):
         pass
     assert "✅ demo" in capsys.readouterr().out
+
+
+def test_groups_each_count_and_a_failure_does_not_stop_the_others(monkeypatch, capsys):
+    """Does a failed group leave the next group running, and is each group's outcome reported?"""
+    import sys
+    import types
+
+    reports = []
+    sink = types.ModuleType("_lecture2_result_sink")
+    sink.report = lambda name, groups: reports.append((name, groups))
+    monkeypatch.setitem(sys.modules, "_lecture2_result_sink", sink)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(checks.CheckFailed, match="lecture"):
+        with checks.exercise("demo", points={"lecture": 1, "drawn": 2}) as ex:
+            with ex.group("lecture"):
+                checks.expect_equal(7, 12, what="x", mistakes=[checks.mistake("numel", 7)])
+            with ex.group("drawn"):
+                checks.expect_equal(3, 3, what="y")
+    name, groups = reports[-1]
+    assert name == "demo" and groups["drawn"]["passed"] and not groups["lecture"]["passed"]
+    assert groups["lecture"]["hint"] == checks.HINTS["numel"] and groups["lecture"]["what"] == "x"
+
+
+def test_groups_in_the_lab_show_only_the_groups_that_ran(monkeypatch, capsys):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    with checks.exercise("demo", points={"lecture": 1, "hidden": 2}) as ex:
+        with ex.group("lecture"):
+            checks.expect_equal(3, 3, what="y")
+    out = capsys.readouterr().out
+    assert "✅ demo" in out and "lecture" in out and "hidden" not in out

@@ -2,9 +2,9 @@
 
 Three students hand in the whole lecture: `correct` (the reference solutions typed into the release),
 `blank` (the release untouched) and `planted-mistake` (correct, except one usual mistake per notebook).
-They are graded by `make grade`'s grader (tools/grade.py: nbgrader autograde and generate_feedback per
-student, with the kernel guard), so this also proves that the guard finds nothing wrong in honest work.
-Each must get exactly the points they earned.
+They are graded by `make grade`'s grader (tools/grade/: each notebook spliced, scanned and run in its own
+sandbox), so this also proves that the static scan and the sandbox find nothing wrong in honest work on any
+notebook. Each must get exactly the points they earned.
 """
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from conftest import ASSIGNMENT, RELEASE, SOLUTIONS, hidden_lines, notebook_names
+from conftest import ASSIGNMENT, SOLUTIONS, hidden_lines, notebook_names
+import submissions as sub
 from planted import all_planted
-from tools import grade
+from tools.grade import cli
 
 pytestmark = pytest.mark.slow
 
@@ -29,19 +30,6 @@ def _points(name: str) -> dict[str, float]:
     nb = nbformat.read(SOLUTIONS / name, as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
             for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
-
-
-def _fill(name: str, replace: dict[str, str]) -> nbformat.NotebookNode:
-    """The release notebook with its solution cells typed in: the reference, or `replace[grade_id]`."""
-    reference = {c.metadata["nbgrader"]["grade_id"]: c.source
-                 for c in nbformat.read(SOLUTIONS / name, as_version=4).cells
-                 if c.metadata.get("nbgrader", {}).get("solution")}
-    nb = nbformat.read(RELEASE / name, as_version=4)
-    for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            cell.source = replace.get(gid, reference[gid])
-    return nb
 
 
 def _test_cell_after(name: str, solution_id: str) -> str:
@@ -63,16 +51,16 @@ def graded(course):
         total = sum(points.values())
         first = all_planted()[name][0]
         lost = points[_test_cell_after(name, first.grade_id)]
-        submissions = {"correct": _fill(name, {}), "blank": nbformat.read(RELEASE / name, as_version=4),
-                       "planted-mistake": _fill(name, {first.grade_id: first.source})}
+        submissions = {"correct": sub.filled(name), "blank": sub.release(name),
+                       "planted-mistake": sub.filled(name, **{first.grade_id: first.source})}
         for student, nb in submissions.items():
             folder = course / "submitted" / student / ASSIGNMENT
             folder.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, folder / name)
         stem = name.removesuffix(".ipynb")
         expected["correct"][stem], expected["blank"][stem], expected["planted-mistake"][stem] = total, 0, total - lost
-    students = grade.grade_class(course, jobs=2, cell_timeout=300, memory_limit=None)
-    expected["_report"] = {s.name: grade.report_line(s, 0) for s in students}
+    students = cli.grade_class(course, cli.Settings(jobs=2, cell_timeout=300, notebook_timeout=900))
+    expected["_report"] = {s.name: cli.report_line(s, 0) for s in students}
     yield expected
     shutil.rmtree(course / "submitted", ignore_errors=True)
 
@@ -87,7 +75,7 @@ def test_each_student_gets_exactly_their_points(course, graded):
 
 
 def test_honest_work_draws_no_report(graded):
-    """Does the grader report no problem (no guard restore, no timeout) for any of the three?"""
+    """Does the grader report no problem (no withheld answer, no timeout, no dead kernel) for any of the three?"""
     for student, line in graded["_report"].items():
         assert line.endswith("— ok"), line
 

@@ -1,0 +1,106 @@
+"""Stage 6: the course's gradebook (nbgrader's gradebook.db) and grades.csv, written by the grader alone.
+
+Scores enter the gradebook only from `score.py`'s results, one student at a time, in the grader's process:
+no student process ever sees a gradebook. A withheld exercise is marked as needing a manual grade, so it
+shows in nbgrader's formgrader; a manual grade given there is kept when the student is graded again.
+grades.csv is written from the gradebook and lists every student in it, whoever was graded this run.
+"""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+from sqlalchemy.exc import SAWarning
+
+from . import ASSIGNMENT
+from .score import NotebookResult
+
+BIN = Path(sys.executable).parent
+
+
+def db_url(course: Path) -> str:
+    return f"sqlite:///{course / 'gradebook.db'}"
+
+
+def register(course: Path) -> None:
+    """Record the assignment's notebooks and graded cells (from solutions/) in the course gradebook, with
+    nbgrader's own generate_assignment, into a throwaway release folder (notebooks/ is not touched)."""
+    import os
+
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs `alembic`
+    env.pop("NBGRADER_EXECUTION", None)
+    with tempfile.TemporaryDirectory() as release:
+        proc = subprocess.run([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT, "--force",
+                               f"--CourseDirectory.release_directory={release}"], cwd=course, env=env,
+                              text=True, capture_output=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"error: nbgrader generate_assignment failed:\n{proc.stderr[-2000:]}")
+
+
+def max_scores(course: Path) -> dict[str, float]:
+    with Gradebook(db_url(course)) as gb:
+        return {nb.name: nb.max_score for nb in gb.find_assignment(ASSIGNMENT).notebooks}
+
+
+def students(course: Path) -> list[str]:
+    """Every student in the course gradebook."""
+    with Gradebook(db_url(course)) as gb:
+        return sorted(s.id for s in gb.students)
+
+
+def merge(course: Path, student: str, results: dict[str, NotebookResult]) -> dict[str, float]:
+    """Replace `student`'s grades with `results` (notebook stem -> result; a notebook not in it scores 0),
+    keeping manual grades given earlier. Returns the score per notebook stem as the gradebook has it."""
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's add_submission autoflushes noisily
+    manual: dict[tuple[str, str], float] = {}
+    with Gradebook(db_url(course)) as gb:
+        gb.update_or_create_student(student)
+        try:
+            old = gb.find_submission(ASSIGNMENT, student)
+            manual = {(nb.name, g.name): g.manual_score for nb in old.notebooks for g in nb.grades
+                      if g.manual_score is not None}
+            gb.remove_submission(ASSIGNMENT, student)
+        except MissingEntry:
+            pass
+    scores = {}
+    with Gradebook(db_url(course)) as gb:
+        submission = gb.add_submission(ASSIGNMENT, student)
+        for nb in submission.notebooks:
+            earned = {t.grade_id: t for t in results[nb.name].tests} if nb.name in results else {}
+            for grade in nb.grades:
+                test = earned.get(grade.name)
+                maximum = grade.max_score or 0.0
+                points = min(max(test.points, 0.0), maximum) if test else 0.0  # clamped: [0, the cell's points]
+                grade.auto_score = points
+                grade.manual_score = manual.get((nb.name, grade.name))
+                grade.needs_manual_grade = bool(test and test.status == "withheld" and grade.manual_score is None)
+            gb.db.commit()
+            scores[nb.name] = sum(g.score for g in nb.grades)
+    return scores
+
+
+def write_csv(course: Path) -> Path:
+    """grades.csv: one row per student in the gradebook, a column per notebook, total and maximum."""
+    path = course / "grades.csv"
+    with Gradebook(db_url(course)) as gb:
+        assignment = gb.find_assignment(ASSIGNMENT)
+        stems = sorted(nb.name for nb in assignment.notebooks)
+        rows = []
+        for student in sorted(gb.students, key=lambda s: s.id):
+            try:
+                submission = gb.find_submission(ASSIGNMENT, student.id)
+                per = {nb.name: nb.score for nb in submission.notebooks}
+            except MissingEntry:
+                per = {}
+            rows.append([student.id, *(f"{per.get(s, 0.0):g}" for s in stems), f"{sum(per.values()):g}",
+                         f"{assignment.max_score:g}"])
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", *stems, "total", "max_total"])
+        writer.writerows(rows)
+    return path
