@@ -102,3 +102,17 @@ def test_adafactor_keeps_a_row_and_a_column_per_matrix():
         p.grad = torch.randn_like(p)
     optimizer.step()
     assert training_state.state_bytes(params, optimizer)["optimizer"] == 4 * ((30 + 20) + 3 * (4 + 5) + 7) + 3 * 4
+
+
+@pytest.mark.gpu
+def test_eight_bit_adam_state_on_cuda():
+    """On CUDA too, does bitsandbytes keep uint8 m and v, fp32 block scales and the two maps (measured on an H200)?"""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    bnb = pytest.importorskip("bitsandbytes")
+    params = [torch.nn.Parameter(torch.randn(70, 70, device="cuda")), torch.nn.Parameter(torch.randn(16, device="cuda"))]
+    optimizer = bnb.optim.Adam8bit(params, lr=1e-3)
+    for p in params:
+        p.grad = torch.randn_like(p)
+    optimizer.step()
+    assert training_state.state_bytes(params, optimizer)["optimizer"] == 2 * 4900 + 2 * 4 * 20 + 2 * 256 * 4 + 8 * 16
