@@ -1,8 +1,12 @@
 """The models the course measures: a small MLP, the lecture's pre-norm TransformerBlock, and a GPT stack.
 
-Attention is written with explicit matmuls (no fused kernel), so PyTorch's FLOP counter sees every FLOP
-and autograd's saved tensors are the textbook ones. No dropout: the course counts what a deterministic
-step does.
+Attention is written with explicit matmuls by default (no fused kernel), so PyTorch's FLOP counter sees
+every FLOP and autograd's saved tensors are the textbook ones, the (B, H, T, T) softmax output included.
+`fused=True` (`fused_attention` on the block and in `GPTConfig`) calls
+`torch.nn.functional.scaled_dot_product_attention` instead, a FlashAttention-style kernel that never
+stores the T x T matrix: for backward it keeps q, k, v, its output and one fp32 log-sum-exp per row
+(B, H, T), and recomputes the attention weights. Same parameters, same outputs up to rounding.
+No dropout: the course counts what a deterministic step does.
 
 Parameter names (what `named_parameters()` prints, in this order: creation order):
     TransformerBlock   attention.qkv.weight, attention.proj.weight, ffn.up.weight, ffn.down.weight,
@@ -39,15 +43,21 @@ def _norm(kind: str, d_model: int, bias: bool) -> nn.Module:
 
 
 class MultiHeadAttention(nn.Module):
-    """Causal multi-head self-attention: one fused QKV projection (d -> 3d), explicit matmuls, output
-    projection (d -> d). Parameters: 4 d^2 (+ 4d biases)."""
+    """Causal multi-head self-attention: one fused QKV projection (d -> 3d), the attention itself, output
+    projection (d -> d). Parameters: 4 d^2 (+ 4d biases).
 
-    def __init__(self, d_model: int, n_heads: int, bias: bool = False, causal: bool = True):
+    `fused=False` (default): explicit matmuls and softmax; autograd keeps the (B, H, T, T) weights.
+    `fused=True`: `F.scaled_dot_product_attention(q, k, v, is_causal=causal)`; it keeps no T x T tensor.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, bias: bool = False, causal: bool = True, fused: bool = False):
         super().__init__()
         _positive_int(d_model, "d_model"), _positive_int(n_heads, "n_heads")
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) 必须能被 n_heads ({n_heads}) 整除 (divisible)")
-        self.n_heads, self.head_dim, self.causal = n_heads, d_model // n_heads, causal
+        if not isinstance(fused, bool):
+            raise ValueError(f"fused 应是 True 或 False (bool), 得到 {fused!r}")
+        self.n_heads, self.head_dim, self.causal, self.fused = n_heads, d_model // n_heads, causal, fused
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
 
@@ -58,6 +68,9 @@ class MultiHeadAttention(nn.Module):
         q = q.view(B, T, H, hd).transpose(1, 2)  # (B, H, T, hd)
         k = k.view(B, T, H, hd).transpose(1, 2)  # (B, H, T, hd)
         v = v.view(B, T, H, hd).transpose(1, 2)  # (B, H, T, hd)
+        if self.fused:  # one kernel: softmax(q k^T / sqrt(hd) + mask) v without storing the T x T matrix
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)  # (B, H, T, hd)
+            return self.proj(out.transpose(1, 2).reshape(B, T, d))  # (B, T, d)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))  # (B, H, T, T)
         if self.causal:  # an additive mask: adding a constant saves nothing for backward
             mask = torch.full((T, T), float("-inf"), device=x.device, dtype=scores.dtype).triu(1)
@@ -87,9 +100,10 @@ class TransformerBlock(nn.Module):
     With RMSNorm and no biases its parameters are 12 d^2 + 2d (4d^2 attention, 8d^2 FFN, 2d norms).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int | None = None, bias: bool = False, norm: str = "rms"):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int | None = None, bias: bool = False, norm: str = "rms",
+                 fused_attention: bool = False):
         super().__init__()
-        self.attention = MultiHeadAttention(d_model, n_heads, bias=bias)
+        self.attention = MultiHeadAttention(d_model, n_heads, bias=bias, fused=fused_attention)
         self.ffn = FeedForward(d_model, d_ff, bias=bias)
         self.norm1 = _norm(norm, d_model, bias)
         self.norm2 = _norm(norm, d_model, bias)
@@ -113,6 +127,7 @@ class GPTConfig:
     bias: bool = False  # GPT-2 had biases in every Linear and LayerNorm; modern models drop them
     norm: str = "rms"  # "rms" (the lecture's RMSNorm) or "layer" (GPT-2's LayerNorm)
     tie_embeddings: bool = True  # lm_head.weight is tok_emb.weight, as in GPT-2
+    fused_attention: bool = False  # True: scaled_dot_product_attention (no T x T tensor kept for backward)
 
     def __post_init__(self):
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
@@ -136,7 +151,8 @@ class GPT(nn.Module):
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         self.pos_emb = nn.Embedding(config.block_size, config.d_model)
         self.blocks = nn.ModuleList(
-            TransformerBlock(config.d_model, config.n_head, config.d_ff, config.bias, config.norm)
+            TransformerBlock(config.d_model, config.n_head, config.d_ff, config.bias, config.norm,
+                             config.fused_attention)
             for _ in range(config.n_layer))
         self.norm_f = _norm(config.norm, config.d_model, config.bias)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)

@@ -28,6 +28,18 @@ def test_cpu_attention_is_counted():
     assert sum(flops.values()) == 2 * (2 * B * H * T * T * D)  # QK^T and (attn)V
 
 
+def test_causal_attention_is_counted_as_the_full_square():
+    """Is a causal kernel counted like a full one (the counter's convention: 4 B H T^2 D forward), and its
+    backward, which recomputes q k^T from the saved log-sum-exp, as 5 matmuls of the same size?"""
+    B, H, T, D = 1, 2, 32, 8
+    q = torch.randn(B, H, T, D, requires_grad=True)
+    full = measure.count_flops(lambda: F.scaled_dot_product_attention(q, q, q))
+    causal = measure.count_flops(lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True))
+    assert causal == full == 4 * B * H * T * T * D
+    step = measure.count_flops(lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward())
+    assert step == full + 5 * (2 * B * H * T * T * D)
+
+
 def test_saved_bytes_deduplicates_and_excludes_parameters():
     """Are parameters excluded and a storage saved twice counted once?"""
     lin = torch.nn.Linear(32, 32)

@@ -53,3 +53,66 @@ def test_state_bytes_wants_an_optimizer():
     """Is a wrong argument refused with a message rather than counted as zero?"""
     with pytest.raises(TypeError):
         training_state.state_bytes([], object())
+
+
+class _Quantized(torch.Tensor):
+    """A wrapper tensor subclass like torchao's 8-bit optimizer state: no storage of its own, the bytes live
+    in `codes` (uint8) and `scale` (fp32 per block)."""
+
+    @staticmethod
+    def __new__(cls, codes, scale):
+        return torch.Tensor._make_wrapper_subclass(cls, codes.shape, dtype=torch.float32)
+
+    def __init__(self, codes, scale):
+        self.codes, self.scale = codes, scale
+
+    def __tensor_flatten__(self):
+        return ["codes", "scale"], None
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise NotImplementedError(f"{func} is not needed by this test")
+
+
+def test_a_wrapper_subclass_is_counted_by_its_inner_tensors():
+    """Is a quantized state held in a tensor subclass counted by the bytes of its inner tensors?"""
+    state = _Quantized(torch.zeros(64, 32, dtype=torch.uint8), torch.zeros(8))
+    assert training_state.held_bytes([state, None]) == 64 * 32 + 8 * 4
+
+
+def test_eight_bit_adam_state_is_counted_as_held():
+    """bitsandbytes' Adam8bit: uint8 m and v, an fp32 absmax per 256-element block, two shared 256-entry maps;
+    tensors under 4096 elements keep fp32 m and v; the step is a Python int."""
+    bnb = pytest.importorskip("bitsandbytes")
+    params = [torch.nn.Parameter(torch.randn(70, 70)), torch.nn.Parameter(torch.randn(16))]
+    optimizer = bnb.optim.Adam8bit(params, lr=1e-3)
+    for p in params:
+        p.grad = torch.randn_like(p)
+    optimizer.step()
+    assert training_state.state_bytes(params, optimizer)["optimizer"] == (
+        2 * 4900 + 2 * 4 * 20 + 2 * 256 * 4 + 8 * 16)
+
+
+def test_adafactor_keeps_a_row_and_a_column_per_matrix():
+    """torch.optim.Adafactor: a matrix keeps row and column sums (fp32), a vector its full second moment."""
+    params = [torch.nn.Parameter(torch.randn(30, 20)), torch.nn.Parameter(torch.randn(3, 4, 5)),
+              torch.nn.Parameter(torch.randn(7))]
+    optimizer = torch.optim.Adafactor(params)
+    for p in params:
+        p.grad = torch.randn_like(p)
+    optimizer.step()
+    assert training_state.state_bytes(params, optimizer)["optimizer"] == 4 * ((30 + 20) + 3 * (4 + 5) + 7) + 3 * 4
+
+
+@pytest.mark.gpu
+def test_eight_bit_adam_state_on_cuda():
+    """On CUDA too, does bitsandbytes keep uint8 m and v, fp32 block scales and the two maps (measured on an H200)?"""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    bnb = pytest.importorskip("bitsandbytes")
+    params = [torch.nn.Parameter(torch.randn(70, 70, device="cuda")), torch.nn.Parameter(torch.randn(16, device="cuda"))]
+    optimizer = bnb.optim.Adam8bit(params, lr=1e-3)
+    for p in params:
+        p.grad = torch.randn_like(p)
+    optimizer.step()
+    assert training_state.state_bytes(params, optimizer)["optimizer"] == 2 * 4900 + 2 * 4 * 20 + 2 * 256 * 4 + 8 * 16

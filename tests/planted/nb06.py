@@ -40,7 +40,7 @@ def training_state_bytes(n_params, recipe, n_tensors=0):
     Planted("ex06_training_state", "a total instead of the three parts", '''
 def training_state_bytes(n_params, recipe, n_tensors=0):
     return 16 * n_params
-''', "应返回 dict"),
+''', "应返回 dict，得到 int"),
     Planted("ex06_largest_model", "one GPU only", '''
 def largest_trainable_params(n_gpus, gpu_memory_bytes, bytes_per_param):
     return int(gpu_memory_bytes // bytes_per_param)
@@ -52,11 +52,15 @@ def largest_trainable_params(n_gpus, gpu_memory_bytes, bytes_per_param):
     Planted("ex06_largest_model", "rounded up", '''
 def largest_trainable_params(n_gpus, gpu_memory_bytes, bytes_per_param):
     return math.ceil(n_gpus * gpu_memory_bytes / bytes_per_param)
-''', "向下取整"),
+''', "ceil 遇到任何小数"),
+    Planted("ex06_largest_model", "round() instead of floor", '''
+def largest_trainable_params(n_gpus, gpu_memory_bytes, bytes_per_param):
+    return round(n_gpus * gpu_memory_bytes / bytes_per_param)
+''', "round() 遇到小数部分"),
     Planted("ex06_largest_model", "a float", '''
 def largest_trainable_params(n_gpus, gpu_memory_bytes, bytes_per_param):
     return n_gpus * gpu_memory_bytes / bytes_per_param
-''', "应返回 int"),
+''', "应返回 int，得到 float"),
     Planted("ex06_activation_bytes", "the lecture's rough formula", '''
 def activation_bytes_per_layer(B, T, d, n_heads, dtype_bytes=4):
     return dtype_bytes * (10 * B * T * d + B * T * T)
@@ -72,14 +76,21 @@ def activation_bytes_per_layer(B, T, d, n_heads, dtype_bytes=4):
     Planted("ex06_activation_bytes", "no attention matrix (as if Flash Attention)", '''
 def activation_bytes_per_layer(B, T, d, n_heads, dtype_bytes=4):
     return 4 * (4 * B * T * d + 2 * B * T) + dtype_bytes * 14 * B * T * d
-''', "Flash Attention"),
+''', "attention 矩阵不见了"),
     Planted("ex06_activation_bytes", "scores and softmax output both counted", '''
 def activation_bytes_per_layer(B, T, d, n_heads, dtype_bytes=4):
     return 4 * (4 * B * T * d + 2 * B * T) + dtype_bytes * (14 * B * T * d + 2 * B * n_heads * T * T)
-''', "同一个 storage"),
+''', "attention 矩阵只存一份"),
+    Planted("ex06_activation_bytes", "both RMSNorm rstd tensors left out", '''
+def activation_bytes_per_layer(B, T, d, n_heads, dtype_bytes=4):
+    return 4 * (4 * B * T * d) + dtype_bytes * (14 * B * T * d + B * n_heads * T * T)
+''', "忘了 RMSNorm 保存的 rstd"),
 ]
 
-MISTAKES.append(Planted("ex06_training_state", "the calculator's memory table used", '''
+_CALCULATOR = "用了 lecture2.estimate (命令行计算器"
+
+MISTAKES += [
+    Planted("ex06_training_state", "the calculator's memory table used", '''
 def training_state_bytes(n_params, recipe, n_tensors=0):
     import lecture2.estimate as e
     name = {"fp32_adam": "fp32 Adam", "bf16_mixed_adam": "bf16 mixed Adam", "sgd": "fp32 SGD",
@@ -87,4 +98,81 @@ def training_state_bytes(n_params, recipe, n_tensors=0):
     r = e.MEMORY_RECIPES[name]
     step = 4 * n_tensors if recipe.endswith("adam") else 0
     return {"params": r.weights * n_params, "grads": r.gradients * n_params, "optimizer": r.optimizer * n_params + step}
-''', "KeyError"))
+''', _CALCULATOR),
+    Planted("ex06_training_state", "the calculator's function used for the total", '''
+def training_state_bytes(n_params, recipe, n_tensors=0):
+    import lecture2.estimate as e
+    name = {"fp32_adam": "fp32 Adam", "bf16_mixed_adam": "bf16 mixed Adam", "sgd": "fp32 SGD",
+            "sgd_momentum": "fp32 SGD momentum", "bf16_sgd": "bf16 SGD"}[recipe]
+    p, g = {"fp32_adam": (4, 4), "bf16_mixed_adam": (2, 2), "sgd": (4, 4), "sgd_momentum": (4, 4), "bf16_sgd": (2, 2)}[recipe]
+    total = int(e.training_memory_bytes(n_params, name))
+    step = 4 * n_tensors if recipe.endswith("adam") else 0
+    return {"params": p * n_params, "grads": g * n_params, "optimizer": total - (p + g) * n_params + step}
+''', _CALCULATOR),
+]
+
+
+def _optimizer_state(adam="8 * n + 4", matrix="4 * math.prod(shape[:-2]) * (shape[-2] + shape[-1]) + 4",
+                     vector="4 * n + 4", threshold="n < 4096", quantized="2 * n + 2 * 4 * -(-n // 256)",
+                     maps="2 * 256 * 4"):
+    return f'''
+def optimizer_state_bytes(shapes, optimizer):
+    if optimizer not in ("adam", "adafactor", "adam8bit"):
+        raise ValueError(optimizer)
+    total, quantized = 0, False
+    for shape in shapes:
+        n = math.prod(shape)
+        if optimizer == "adam":
+            total += {adam}
+        elif optimizer == "adafactor":
+            total += ({matrix}) if len(shape) >= 2 else ({vector})
+        elif {threshold}:
+            total += 8 * n
+        else:
+            total += {quantized}
+            quantized = True
+    if quantized:
+        total += {maps}
+    return total
+'''
+
+
+MISTAKES += [
+    Planted("ex06_optimizer_state", "Adafactor treated as a full second moment",
+            _optimizer_state(matrix="4 * n + 4"), "Adafactor 的二阶矩对矩阵是分解的"),
+    Planted("ex06_optimizer_state", "vectors factored like matrices (first and last dim)",
+            _optimizer_state(vector="4 * (shape[0] + shape[-1]) + 4"), "一维的张量（向量"),
+    Planted("ex06_optimizer_state", "the leading dims of a 3-D tensor ignored",
+            _optimizer_state(matrix="4 * (shape[-2] + shape[-1]) + 4"), "前面的每个维度都有自己的一份"),
+    Planted("ex06_optimizer_state", "Adam's step counter forgotten", _optimizer_state(adam="8 * n"), HINTS["adam_step"]),
+    Planted("ex06_optimizer_state", "8-bit block scales forgotten",
+            _optimizer_state(quantized="2 * n"), "忘了每块的 scale"),
+    Planted("ex06_optimizer_state", "one scale per tensor instead of per block",
+            _optimizer_state(quantized="2 * n + 2 * 4"), "不是每个张量一个"),
+    Planted("ex06_optimizer_state", "the quantization maps forgotten",
+            _optimizer_state(maps="0"), "忘了两张量化表"),
+    Planted("ex06_optimizer_state", "small tensors quantized too (min_8bit_size ignored)",
+            _optimizer_state(threshold="False"), "min_8bit_size"),
+]
+
+
+def _flash(body):
+    return f'''
+def flash_activation_bytes_per_layer(B, T, d, n_heads, dtype_bytes=4):
+    tokens = B * T
+    norms = 2 * (2 * tokens * d + tokens) * 4
+    return {body}
+'''
+
+
+MISTAKES += [
+    Planted("ex06_flash_activation_bytes", "the T^2 term kept (the explicit block's count)",
+            _flash("norms + 14 * tokens * d * dtype_bytes + B * n_heads * T * T * dtype_bytes"),
+            "融合 kernel 不保存 (B, H, T, T)"),
+    Planted("ex06_flash_activation_bytes", "the log-sum-exp forgotten",
+            _flash("norms + 14 * tokens * d * dtype_bytes"), "忘了 log-sum-exp"),
+    Planted("ex06_flash_activation_bytes", "the log-sum-exp in the model dtype",
+            _flash("norms + 14 * tokens * d * dtype_bytes + B * n_heads * T * dtype_bytes"), "log-sum-exp 是 fp32"),
+    Planted("ex06_flash_activation_bytes", "proj's input counted apart from the attention output",
+            _flash("norms + 15 * tokens * d * dtype_bytes + B * n_heads * T * 4"), "attention 的输出就是 proj 的输入"),
+]

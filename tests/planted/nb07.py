@@ -80,7 +80,7 @@ class CheckpointedStack(nn.Module):
         for lo, hi in self.spans:
             x = checkpoint(self._span, x, lo, hi, use_reentrant=False)
         return x
-''', "ValueError"),
+''', "segments 必须在 1..L 之间"),
     Planted("ex07_checkpoint_memory", "no checkpointing: L layers of activations", '''
 def checkpoint_memory(n_layers, segments, layer_input_bytes, layer_activation_bytes):
     return n_layers * layer_activation_bytes
