@@ -220,7 +220,7 @@ def grade_class(course: Path, settings: Settings, students: list[str] | None = N
         except sandbox.SandboxUnavailable as err:
             raise SystemExit(f"error: {err}") from None
     notebooks = load_notebooks(course)
-    gradebook.register(course)
+    gradebook.register(course, {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in notebooks.values()})
     records = {n: Student(n) for n in names}
     jobs_by_student: dict[str, list[Job]] = {}
     for n in names:

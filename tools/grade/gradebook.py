@@ -27,11 +27,26 @@ def db_url(course: Path) -> str:
     return f"sqlite:///{course / 'gradebook.db'}"
 
 
-def register(course: Path) -> None:
+def _registered(course: Path) -> dict[str, dict[str, float]] | None:
+    """Notebook stem -> {test grade_id: points} as the gradebook has the assignment, or None."""
+    if not (course / "gradebook.db").is_file():
+        return None
+    try:
+        with Gradebook(db_url(course)) as gb:
+            return {nb.name: {c.name: c.max_score for c in nb.grade_cells}
+                    for nb in gb.find_assignment(ASSIGNMENT).notebooks}
+    except MissingEntry:
+        return None
+
+
+def register(course: Path, expected: dict[str, dict[str, float]] | None = None) -> None:
     """Record the assignment's notebooks and graded cells (from solutions/) in the course gradebook, with
-    nbgrader's own generate_assignment, into a throwaway release folder (notebooks/ is not touched)."""
+    nbgrader's own generate_assignment, into a throwaway release folder (notebooks/ is not touched).
+    Skipped when the gradebook already holds exactly `expected` (stem -> {test grade_id: points})."""
     import os
 
+    if expected is not None and _registered(course) == expected:
+        return
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs `alembic`
     env.pop("NBGRADER_EXECUTION", None)
     with tempfile.TemporaryDirectory() as release:
