@@ -51,6 +51,9 @@ ifeq ($(TORCH),cpu)
 endif
 	$(BIN)/python -m pip install --quiet -e '.$(EXTRAS)'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (lecture2)" >/dev/null
+	# Sign the release notebooks as trusted (Jupyter's own signature store, in the user's Jupyter data folder):
+	# the lab otherwise logs "Notebook ... is not trusted" the first time each one is opened.
+	$(BIN)/jupyter trust notebooks/*/*.ipynb >/dev/null 2>&1 || true
 	touch $(STAMP)
 
 # The lab talks to its kernels over local TCP. Where pyzmq has CurveZMQ (its wheels do) and Jupyter knows the

@@ -72,6 +72,7 @@ def test_student_bundle_commands(tmp_path):
     assert "jupyter lab --notebook-dir=notebooks" in lab.stdout and "--no-browser" in lab.stdout
     assert ("--allow-root" in lab.stdout) == (os.getuid() == 0)
     assert "pip install --quiet -e '.'" in lab.stdout and "download.pytorch.org" not in lab.stdout
+    assert "jupyter trust notebooks/*/*.ipynb" in lab.stdout  # no "not trusted" warning at first open
     cpu = _make_n(folder, "setup", "TORCH=cpu")
     assert f"pip install --quiet torch=={pin} --index-url https://download.pytorch.org/whl/cpu" in cpu.stdout
     assert cpu.stdout.index("--index-url") < cpu.stdout.index("-e '.'")  # before anything could pull torch in
