@@ -41,6 +41,8 @@ endif
 
 setup: $(STAMP)
 
+# The last step signs the release notebooks as trusted (in Jupyter's own signature store, in the user's Jupyter
+# data folder): the lab would otherwise log "Notebook ... is not trusted" the first time each one is opened.
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit("Python >= 3.10 is needed, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,8 +53,6 @@ ifeq ($(TORCH),cpu)
 endif
 	$(BIN)/python -m pip install --quiet -e '.$(EXTRAS)'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (lecture2)" >/dev/null
-	# Sign the release notebooks as trusted (Jupyter's own signature store, in the user's Jupyter data folder):
-	# the lab otherwise logs "Notebook ... is not trusted" the first time each one is opened.
 	$(BIN)/jupyter trust notebooks/*/*.ipynb >/dev/null 2>&1 || true
 	touch $(STAMP)
 
