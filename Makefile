@@ -1,36 +1,81 @@
 # One entry point for students, instructors and CI. Every target sets up .venv first if needed.
 #   make lab        set up, then open JupyterLab on notebooks/
-#   make test       set up, then run the whole test suite (what CI runs)
+#   make env        set up, then print what this machine has (device, dtypes, the peak FLOP/s that applies)
+#   make test       set up, then run the whole test suite (what CI runs): unit tests + nbval of solutions/
+#   make test-fast  set up, then run the unit tests only (no notebooks, no nbgrader): under a minute
 #   make release    regenerate notebooks/ (the student release) from solutions/
 #   make grade      grade every submission under submitted/ in bubblewrap sandboxes, write feedback/ and grades.csv
 #   make validate   check a notebook as the grader will (NOTEBOOK=notebooks/lec02/NAME.ipynb; default: all)
 #   make collect    unpack an LMS download (ZIP=submissions.zip, Canvas or Moodle) into submitted/
 #   make bundle     the student bundle: dist/lecture2-student.zip
+# Setup options (the first time, before .venv exists):
+#   make setup TORCH=cpu      PyTorch's CPU-only build from PyTorch's own wheel index (a computer without an
+#                             NVIDIA GPU: about 1.5 GB instead of 5 GB where pip would take the CUDA build)
+#   make setup PYTHON=python3.12    the interpreter that creates .venv
+EXTRAS := [test]
+
+# >>> setup, lab, env: tools/bundle.py copies this block verbatim into the student bundle's Makefile
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # nbgrader starts `alembic` as a subprocess: the venv's bin/ must be on PATH.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
+# TORCH=cpu installs PyTorch's CPU build of the pinned release from TORCH_INDEX before everything else; the
+# choice is kept in $(VENV)/.torch, so that a later reinstall (pyproject.toml changed) keeps it. Left out,
+# pip takes its default build: on Linux x86-64 PyPI's torch is the CUDA one, GPU or not.
+TORCH_KEPT := $(shell cat $(VENV)/.torch 2>/dev/null)
+TORCH ?= $(TORCH_KEPT)
+TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH)
+TORCH_VERSION := $(shell sed -n 's/^ *"torch==\([^"]*\)".*/\1/p' pyproject.toml)
+ifneq ($(filter-out cpu,$(TORCH)),)
+$(error TORCH=$(TORCH) is not an option: write TORCH=cpu for the CPU-only build, or leave it out)
+endif
+ifeq ($(TORCH)$(TORCH_KEPT),cpu)
+ifneq ($(wildcard $(STAMP)),)
+ifneq ($(shell $(BIN)/python -c 'import torch; print(torch.version.cuda is None)' 2>/dev/null),True)
+$(error TORCH=cpu: $(VENV) already holds a CUDA build of PyTorch. Remove it (rm -rf $(VENV)), then run the same make command again)
+endif
+endif
+endif
 
-.PHONY: setup lab test test-fast release grade validate collect bundle clean-grading
+.PHONY: setup lab env
 
 setup: $(STAMP)
 
+# The last step signs the release notebooks as trusted (in Jupyter's own signature store, in the user's Jupyter
+# data folder): the lab would otherwise log "Notebook ... is not trusted" the first time each one is opened.
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit("Python >= 3.10 is needed, found " + sys.version.split()[0]) if sys.version_info < (3, 10) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+ifeq ($(TORCH),cpu)
+	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX)
+	echo cpu > $(VENV)/.torch
+endif
+	$(BIN)/python -m pip install --quiet -e '.$(EXTRAS)'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (lecture2)" >/dev/null
+	$(BIN)/jupyter trust notebooks/*/*.ipynb >/dev/null 2>&1 || true
 	touch $(STAMP)
 
+# The lab talks to its kernels over local TCP. Where pyzmq has CurveZMQ (its wheels do) and Jupyter knows the
+# option, the lab encrypts that traffic, and ipykernel no longer warns at every kernel start that it is plain text.
+LAB_ENCRYPTION = $(shell $(BIN)/python -c 'import zmq; from jupyter_server.services.kernels.kernelmanager import MappingKernelManager as M; print("--MappingKernelManager.transport_encryption=auto" if zmq.has("curve") and M.class_traits().get("transport_encryption") else "")' 2>/dev/null)
+
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ENCRYPTION) $(LAB_ARGS)
 
+env: setup
+	$(BIN)/python -m lecture2 env
+# <<< end of the block shared with the student bundle
+
+.PHONY: test test-fast release grade validate collect bundle clean-grading
+
+# The whole suite: tests/ and, with --nbval, every notebook of solutions/ run and compared cell by cell.
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --nbval $(PYTEST_ARGS)
 
+# The unit tests of tests/ without the `slow` ones (nbgrader round trips, notebook runs, the browser test).
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 

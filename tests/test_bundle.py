@@ -1,10 +1,16 @@
 """Does the student bundle hold what students need and nothing of the solutions?"""
+import os
 import re
+import shutil
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 import nbformat
+import pytest
 
-from conftest import hidden_lines, notebook_names, solution_lines
+from conftest import ROOT, hidden_lines, notebook_names, solution_lines
 from tools import bundle
 
 
@@ -21,13 +27,101 @@ def test_bundle_has_the_release_package_and_setup(tmp_path):
 def test_nothing_of_the_solutions_leaks_into_the_bundle(tmp_path):
     """No solutions/, tests/, tools/ or grading artefacts; no solution line or hidden test in any file."""
     zf = zipfile.ZipFile(bundle.write(tmp_path / "b.zip"))
+    validator = {f"lecture2-student/tools/grade/{n}" for n in bundle.VALIDATOR} | {"lecture2-student/tools/__init__.py"}
     for name in zf.namelist():
+        if name in validator:
+            continue
         assert not re.search(r"/(solutions|tests|tools|submitted|autograded|feedback)/|gradebook|grades\.csv", name), name
+    for name in ("cli.py", "gradebook.py", "classreport.py", "collect.py"):
+        assert f"lecture2-student/tools/grade/{name}" not in zf.namelist()
     for name in zf.namelist():
         text = zf.read(name).decode("utf-8", errors="replace")
-        assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text, name
+        if name not in validator:  # the validator names the markers it strips; it holds no solution or test
+            assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text, name
         if name.endswith(".ipynb"):
             nb_name = name.rsplit("/", 1)[-1]
             sources = {line.strip() for c in nbformat.reads(text, as_version=4).cells for line in c.source.splitlines()}
             leaked = (solution_lines(nb_name) | hidden_lines(nb_name)) & sources
             assert not leaked, f"{name}: solution code or hidden tests {sorted(leaked)[:2]}"
+
+
+def _unzipped(tmp_path) -> Path:
+    with zipfile.ZipFile(bundle.write(tmp_path / "b.zip")) as zf:
+        zf.extractall(tmp_path)
+    return tmp_path / "lecture2-student"
+
+
+def _make_n(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """`make -n ARGS` in `folder`: the commands make would run, printed, none run."""
+    if not shutil.which("make"):
+        pytest.skip("make is not installed")
+    return subprocess.run(["make", "-n", *args], cwd=folder, capture_output=True, text=True, timeout=60)
+
+
+def test_student_makefile_sets_up_as_the_course_does():
+    """Is the course Makefile's setup/lab/env block in the student Makefile verbatim, without the test extra?"""
+    course = (ROOT / "Makefile").read_text(encoding="utf-8")
+    block = bundle.shared_make_block()
+    assert block in course and "$(STAMP): pyproject.toml" in block and "\nlab: setup" in block
+    student = bundle.student_makefile()
+    assert block.rstrip("\n") in student and "EXTRAS :=\n" in student and "validate: setup" in student
+    assert "EXTRAS := [test]" in course
+
+
+def test_student_bundle_commands(tmp_path):
+    """In an unzipped bundle: does `make lab` pass --allow-root as root (JupyterLab refuses root without it),
+    set up without the test extra, take PyTorch's CPU build with TORCH=cpu only, refuse any other TORCH, and
+    does `make env` run the environment's own Python?"""
+    folder = _unzipped(tmp_path)
+    pin = re.search(r'"torch==([^"]+)"', (folder / "pyproject.toml").read_text()).group(1)
+    lab = _make_n(folder, "lab", "LAB_ARGS=--no-browser")
+    assert lab.returncode == 0, lab.stderr
+    assert "jupyter lab --notebook-dir=notebooks" in lab.stdout and "--no-browser" in lab.stdout
+    assert ("--allow-root" in lab.stdout) == (os.getuid() == 0)
+    assert "pip install --quiet -e '.'" in lab.stdout and "download.pytorch.org" not in lab.stdout
+    assert "jupyter trust notebooks/*/*.ipynb" in lab.stdout  # no "not trusted" warning at first open
+    cpu = _make_n(folder, "setup", "TORCH=cpu")
+    assert f"pip install --quiet torch=={pin} --index-url https://download.pytorch.org/whl/cpu" in cpu.stdout
+    assert cpu.stdout.index("--index-url") < cpu.stdout.index("-e '.'")  # before anything could pull torch in
+    wrong = _make_n(folder, "setup", "TORCH=cuda")
+    assert wrong.returncode != 0 and "TORCH=cpu" in wrong.stderr
+    env = _make_n(folder, "env")
+    assert ".venv/bin/python -m lecture2 env" in env.stdout
+
+
+def test_student_bundle_ships_a_quiet_nbgrader_config_and_readable_files(tmp_path):
+    """nbgrader (the lab's extensions, `make validate`) warns without an nbgrader_config.py where it starts; every
+    file unzips readable by all (rw-r--r--)."""
+    folder = _unzipped(tmp_path)
+    config = folder / "nbgrader_config.py"
+    compile(config.read_text(encoding="utf-8"), str(config), "exec")
+    assert "ExecutePreprocessor.timeout" in config.read_text(encoding="utf-8")
+    with zipfile.ZipFile(tmp_path / "b.zip") as zf:
+        modes = {info.filename: (info.external_attr >> 16) & 0o777 for info in zf.infolist()}
+    assert set(modes.values()) == {0o644}, modes
+
+
+def test_student_readme_runs_the_package_with_the_environment_python():
+    """A bare `python -m lecture2` fails outside the venv (no torch there): the README says .venv/bin/python or
+    make env, in both languages, and documents TORCH=cpu in both."""
+    readme = bundle.STUDENT_README
+    assert not re.search(r"(?<![/\w])python -m lecture2", readme)
+    assert readme.count(".venv/bin/python -m lecture2 env") == 2 and readme.count("make env") >= 2
+    english, chinese = readme.split("## 学生版说明")
+    for part in (english, chinese):
+        assert "TORCH=cpu" in part and "https://download.pytorch.org/whl/cpu" in part and "rm -rf .venv" in part
+
+
+@pytest.mark.slow
+def test_the_bundle_validates_a_notebook_with_its_own_validator(tmp_path):
+    """Does the bundle's `make validate` command work from the files the bundle ships (its own tools/grade
+    and .release/ copy), scoring the untouched release as 0 with every exercise not implemented?"""
+    folder = _unzipped(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; sys.path.insert(0, '.'); import tools.grade.validate as v; "
+         "assert v.__file__.startswith(sys.argv[1]), v.__file__; sys.exit(v.main(sys.argv[2:]))",
+         str(folder), "notebooks/lec02/01_tensors_dtypes.ipynb"],
+        cwd=folder, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("01_tensors_dtypes: 0/7") and proc.stdout.count("not implemented") == 3, proc.stdout

@@ -5,8 +5,13 @@ from lecture2 import checks
 
 
 def test_close_passes_within_tolerance():
+    """The default tolerance is rtol = 1e-9: 1e-12 off passes, 1e-8 off (10x the tolerance) fails."""
     checks.expect_close(1.0 + 1e-12, 1.0, what="x")
     checks.expect_close(float("inf"), float("inf"), what="x")
+    with pytest.raises(checks.CheckFailed):
+        checks.expect_close(1.0 + 1e-8, 1.0, what="x")
+    with pytest.raises(checks.CheckFailed):
+        checks.expect_close(float("inf"), 1e308, what="x")
 
 
 def test_failure_says_expected_got_and_hint():

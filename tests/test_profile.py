@@ -1,10 +1,11 @@
 """lecture2.profile and `python -m lecture2 profile`: the shipped CPU profile, its counts, bad input, CUDA checks."""
 import json
+import time
 
 import pytest
 import torch
 
-from lecture2 import cli, profile
+from lecture2 import cli, measure, models, profile
 
 
 @pytest.fixture(scope="module")
@@ -16,6 +17,34 @@ def cpu_profile() -> dict:
 
 def _is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+# The oracles below are the lecture's formulas, written out here from a profile's config: they do not read the
+# profile's own "predicted" figures, so that every comparison sets a stored measurement against something
+# computed independently of it. lecture2.models.GPT with GPTConfig's defaults: RMSNorm, no biases, d_ff = 4d,
+# the LM head tied to the token embedding.
+def _block_forward_flops(block: dict) -> int:
+    """24·B·T·d² (QKV, proj, the 4d FFN) + 4·B·T²·d (scores and attention × V), multiply-add = 2 FLOPs."""
+    B, T, d = block["B"], block["T"], block["d"]
+    return 24 * B * T * d**2 + 4 * B * T**2 * d
+
+
+def _gpt_matmul_params(gpt: dict) -> int:
+    """Weights that enter a matmul: 12·d² per layer (QKV 3d², proj d², FFN 8d²) and the LM head V·d."""
+    return 12 * gpt["n_layer"] * gpt["d_model"] ** 2 + gpt["vocab_size"] * gpt["d_model"]
+
+
+def _gpt_step_flops(gpt: dict) -> int:
+    """One training step (forward + backward): (6N + 12·L·d·T) FLOPs per token, times B·T tokens."""
+    per_token = 6 * _gpt_matmul_params(gpt) + 12 * gpt["n_layer"] * gpt["d_model"] * gpt["T"]
+    return per_token * gpt["B"] * gpt["T"]
+
+
+def _gpt_params(gpt: dict) -> tuple[int, int]:
+    """(parameters, parameter tensors): the tied embedding V·d, positions block_size·d, per layer 12·d² and two
+    RMSNorm weights, the final norm; tensors: 2 embeddings + 6 per layer + the final norm."""
+    L, d = gpt["n_layer"], gpt["d_model"]
+    return gpt["vocab_size"] * d + gpt["block_size"] * d + L * (12 * d**2 + 2 * d) + d, 2 + 6 * L + 1
 
 
 def test_shipped_cpu_profile_has_the_schema(cpu_profile):
@@ -31,18 +60,25 @@ def test_shipped_cpu_profile_has_the_schema(cpu_profile):
         assert [r["n"] for r in sweep["sizes"]] == p["config"]["matmul_sizes"][key]
         for r in sweep["sizes"]:
             assert r["seconds"] > 0 and r["flops_per_s"] > 0 and _is_number(r["fraction_of_peak"])
-    assert p["matmul"]["fp32"]["peak_flops_per_s"] == p["matmul"]["fp32"]["best_flops_per_s"]
-    assert p["bandwidth"]["bytes_per_s"] > 0 and p["bandwidth"]["bytes_moved"] == 2 * p["config"]["copy_bytes"]
+    assert p["bandwidth"]["bytes_per_s"] > 0
     m = p["models"]
     for section in ("block_forward_flops", "gpt_train_flops"):
         assert isinstance(m[section]["predicted"], int) and isinstance(m[section]["counted"], int)
     assert isinstance(m["block_activation_bytes"]["saved_bytes"], int)
     assert set(m["gpt_state_bytes"]["held"]) == {"params", "grads", "optimizer"}
-    assert 0 < m["checkpointing"]["saved_bytes_ratio"] < 1
+    # Per-block checkpointing keeps exactly one fp32 input (B, T, d) per layer.
+    b, g = p["config"]["block"], p["config"]["gpt"]
+    assert m["checkpointing"]["per_block"]["saved_bytes"] == g["n_layer"] * b["B"] * b["T"] * b["d"] * 4
     # non-reentrant checkpointing stops early: less than the lecture's one extra forward (+33%)
     assert 0 < m["checkpointing"]["flops_overhead"] < 1 / 3
+    # A training step is matmuls (the same kinds the sweep timed, smaller) plus slower elementwise work, so
+    # its FLOP rate stays below the fastest matmul the profile measured in any dtype. (On a CPU the MFU's
+    # peak is a measured fp32 matmul: bf16's MFU may exceed 1 where bf16 matmul units outrun fp32.)
+    fastest = max(s["best_flops_per_s"] for s in p["matmul"].values() if "sizes" in s)
     for name in ("fp32", "bf16"):
-        assert m["train_step"][name]["seconds"] > 0 and 0 < m["train_step"][name]["mfu"] < 1.5
+        step = m["train_step"][name]
+        assert step["model_flops"] == _gpt_step_flops(g)
+        assert step["seconds"] > 0 and 0 < step["model_flops"] / step["seconds"] <= fastest, (name, step)
 
 
 @pytest.mark.parametrize("name", profile.shipped())
@@ -54,9 +90,8 @@ def test_every_shipped_profile_has_the_common_schema(name):
     assert p["device"]["device"] in ("cpu", "cuda") and p["device"]["name"] and p["device"]["memory_bytes"] > 0
     assert "fp32" in p["matmul"] and "sizes" in p["matmul"]["fp32"] and p["bandwidth"]["bytes_per_s"] > 0
     m = p["models"]
-    assert m["block_forward_flops"]["predicted"] == m["block_forward_flops"]["counted"]
-    assert m["gpt_train_flops"]["predicted"] == m["gpt_train_flops"]["counted"]
-    assert m["gpt_state_bytes"]["predicted"] == 16 * m["gpt_state_bytes"]["n_params"]
+    # Checkpointing keeps less than the plain stack; its extra FLOPs stay under the lecture's +33% (one more
+    # forward), since non-reentrant checkpointing stops each recompute early.
     assert 0 < m["checkpointing"]["saved_bytes_ratio"] < 1 and 0 < m["checkpointing"]["flops_overhead"] < 1 / 3
     assert {"fp32", "bf16"} <= set(m["train_step"])
     if p["device"]["device"] == "cuda":  # the allocator's figures and the datasheet fractions are there too
@@ -64,11 +99,25 @@ def test_every_shipped_profile_has_the_common_schema(name):
         assert "peak_memory" in m["checkpointing"]["plain"]
 
 
-def test_shipped_flop_formulas_are_exact(cpu_profile):
-    """Do 24BTd²+4BT²d (block forward) and (6N + 12LdT)·BT (GPT step) equal the FLOP counter exactly?"""
-    m = cpu_profile["models"]
-    assert m["block_forward_flops"]["predicted"] == m["block_forward_flops"]["counted"]
-    assert m["gpt_train_flops"]["predicted"] == m["gpt_train_flops"]["counted"]
+@pytest.mark.parametrize("name", profile.shipped())
+def test_shipped_flop_counts_equal_the_formulas(name):
+    """Did the FLOP counter, when the profile was made, count exactly 24BTd²+4BT²d (block forward) and
+    (6N + 12LdT)·BT (GPT step), the formulas worked out here from the profile's config?"""
+    p = profile.load(name)
+    m, cfg = p["models"], p["config"]
+    assert m["block_forward_flops"]["counted"] == _block_forward_flops(cfg["block"])
+    assert m["gpt_train_flops"]["counted"] == _gpt_step_flops(cfg["gpt"])
+
+
+@pytest.mark.parametrize("name", profile.shipped())
+def test_state_bytes_are_16_per_parameter_plus_adam_step_counters(name):
+    """Is the fp32 Adam state held after one step 16 bytes per parameter (weights, gradients, two moments)
+    plus one 4-byte fp32 step counter per parameter tensor, for the model the config describes?"""
+    p = profile.load(name)
+    s = p["models"]["gpt_state_bytes"]
+    n_params, n_tensors = _gpt_params(p["config"]["gpt"])
+    assert s["n_params"] == n_params
+    assert s["held_total"] == 16 * n_params + 4 * n_tensors
 
 
 def test_regenerated_counts_equal_the_shipped_ones(cpu_profile):
@@ -83,24 +132,77 @@ def test_regenerated_counts_equal_the_shipped_ones(cpu_profile):
         assert again[mode]["seconds"] > 0
 
 
-def test_regenerated_timings_are_within_a_loose_tolerance(cpu_profile):
-    """On the kind of CPU the shipped profile was made on: are the timings within 10x of the shipped ones?
+def _best_seconds(fn, repeat: int = 5) -> float:
+    """Best of `repeat` calls after one warm-up, timed here with perf_counter (not with lecture2.measure)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
 
-    10x either way: loose enough for a busy shared machine (best-of-3 has been seen 4x slow under a full
-    test run), tight enough to catch a unit slip (ms for s) or a sweep that no longer measures the same thing.
-    """
-    import os
 
-    d = cpu_profile["device"]
-    if d["name"] != profile.device_info("cpu")["name"] or d["cores"] != os.cpu_count():
-        pytest.skip(f"timings compare only on the CPU the shipped profile was made on ({d['name']}, {d['cores']} cores)")
-    cfg = cpu_profile["config"]
-    sweep = profile.matmul_sweep("cpu", {"fp32": cfg["matmul_sizes"]["fp32"]}, cfg["matmul_repeat"])
-    shipped = {r["n"]: r["seconds"] for r in cpu_profile["matmul"]["fp32"]["sizes"]}
-    for r in sweep["fp32"]["sizes"]:
-        assert 0.1 < r["seconds"] / shipped[r["n"]] < 10, (r["n"], r["seconds"], shipped[r["n"]])
-    step = profile.train_step(cfg, "cpu", cfg["step_repeat"], profile.peaks(sweep, "cpu"))["fp32"]
-    assert 0.1 < step["seconds"] / cpu_profile["models"]["train_step"]["fp32"]["seconds"] < 10
+# Both timings are best-of-N of the same work on the same machine a moment apart, so their ratio is 1 on a quiet
+# machine. A neighbour only ever slows a call: on the course's 2-core machine, shared by a full test run, a
+# best-of-3 has been seen 4x slow, hence the band of 4x either way; a slip in the unit (ms for s: 1000x) or in
+# the work (a 2048 matmul for 1024: 8x the FLOPs, 5-7x the time here; 8x the layers in the step) still falls
+# outside it. A miss is measured again, up to 3 times: noise rarely strikes three times running, a slip always does.
+BAND, TRIES = 4.0, 3
+
+
+def _agrees(measure_both) -> tuple[bool, list[float]]:
+    ratios = []
+    for _ in range(TRIES):
+        ratios.append(measure_both())
+        if 1 / BAND < ratios[-1] < BAND:
+            return True, ratios
+    return False, ratios
+
+
+def test_profile_timings_agree_with_a_baseline_timed_here():
+    """On any CPU: do the profile's matmul sweep and training step report the time of the same work timed
+    here, in the same run, within the noise band above? And is the MFU the step's FLOPs / time / the peak given?"""
+    cfg = profile.config("cpu")
+    for n in cfg["matmul_sizes"]["fp32"]:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+
+        def matmul_ratio(n=n, a=a, b=b) -> float:
+            baseline = _best_seconds(lambda: a @ b)
+            row = profile.matmul_sweep("cpu", {"fp32": [n]}, cfg["matmul_repeat"])["fp32"]["sizes"][0]
+            assert row["n"] == n and row["flops_per_s"] == pytest.approx(2 * n**3 / row["seconds"], rel=1e-12)
+            return row["seconds"] / baseline
+
+        ok, ratios = _agrees(matmul_ratio)
+        assert ok, f"matmul {n}: profile time / time measured here = {ratios}, outside 1/{BAND}..{BAND}"
+
+    # A smaller GPT than the profile's: the step runs in bf16 too, emulated (slow) on most CPUs.
+    g = {"vocab_size": 256, "block_size": 32, "n_layer": 1, "n_head": 2, "d_model": 64, "B": 2, "T": 32}
+    cfg = {**cfg, "gpt": g}
+    torch.manual_seed(0)
+    model = models.GPT(models.GPTConfig(**{k: v for k, v in g.items() if k not in ("B", "T")}))
+    idx = torch.randint(0, g["vocab_size"], (g["B"], g["T"]))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+
+    def step():
+        logits = model(idx)
+        torch.nn.functional.cross_entropy(logits.flatten(0, 1), idx.flatten()).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    peak = {"fp32": 1e12, "bf16": 1e12}  # any figure: the MFU must divide by the one it is given
+    result = {}
+
+    def step_ratio() -> float:
+        baseline = _best_seconds(step)
+        result.update(profile.train_step(cfg, "cpu", cfg["step_repeat"], peak)["fp32"])
+        return result["seconds"] / baseline
+
+    ok, ratios = _agrees(step_ratio)
+    assert ok, f"training step: profile time / time measured here = {ratios}, outside 1/{BAND}..{BAND}"
+    counted = measure.count_flops(lambda: model.loss(idx, idx).backward())  # the counter, on the model built here
+    assert result["model_flops"] == counted == _gpt_step_flops(g)
+    assert result["mfu"] == pytest.approx(counted / result["seconds"] / peak["fp32"], rel=1e-12)
 
 
 def test_cuda_sizes_follow_the_card_memory():
@@ -111,13 +213,6 @@ def test_cuda_sizes_follow_the_card_memory():
     assert profile.config("cpu")["block"]["d"] == 128
 
 
-def test_state_bytes_are_16_per_parameter_plus_adam_step_counters(cpu_profile):
-    """Is fp32 Adam's held state 16 bytes per parameter, plus one 4-byte step counter per parameter tensor?"""
-    s = cpu_profile["models"]["gpt_state_bytes"]
-    assert s["predicted"] == 16 * s["n_params"]
-    assert 0 <= s["held_total"] - s["predicted"] <= 4 * 64
-
-
 def test_a_tiny_run_is_json_and_quick():
     """Does a whole profile at tiny sizes run, serialise to JSON and format as a comparison?"""
     cfg = {"matmul_sizes": {"fp32": [32, 64], "tf32": [32], "bf16": [32]}, "matmul_repeat": 1,
@@ -126,6 +221,7 @@ def test_a_tiny_run_is_json_and_quick():
            "step_repeat": 1}
     p = profile.run("cpu", cfg, progress=False, command="test")
     assert "skipped" in p["matmul"]["tf32"]  # a CUDA mode: skipped on CPU with the reason
+    assert p["bandwidth"]["bytes_moved"] == 2 * 2**16  # a copy reads and writes every byte
     assert json.loads(json.dumps(p)) == p
     table = profile.compare(p, p)
     assert "matmul fp32 best" in table and "MFU" in table and "yours" in table

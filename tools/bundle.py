@@ -3,12 +3,14 @@
     .venv/bin/python -m tools.bundle [--out dist/lecture2-student.zip]     (what `make bundle` runs)
 
 Nothing else goes in: no solutions/, no tests (their planted mistakes are answers too), no grading
-artefacts, no tools/. The bundle's Makefile sets up and opens the lab exactly as the course's does.
+artefacts, and of tools/ only the grader's stages that `make validate` runs. The bundle's Makefile sets up
+and opens the lab exactly as the course's does.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -17,47 +19,121 @@ ASSIGNMENT = "lec02"
 
 STUDENT_README = """# Lecture 2 — PyTorch and compute accounting (student bundle)
 
+You need Python ≥ 3.10 and `make`. In this folder:
+
 ```bash
 make lab     # set up .venv (PyTorch 2.13.0, JupyterLab, lecture2), then open JupyterLab on notebooks/
 ```
+
+The first run takes a few minutes (it downloads PyTorch and JupyterLab into `.venv/` here); later runs start at
+once. `make lab` opens JupyterLab in your web browser; where there is none (a server, SSH) it prints a URL with
+a token (`http://127.0.0.1:8888/lab?token=...`) to open in a browser that reaches the machine (over SSH:
+`ssh -L 8888:127.0.0.1:8888 HOST` first). `make lab LAB_ARGS=--no-browser` only prints it. Stop it with Ctrl-C.
+
+**No NVIDIA GPU (Linux)?** `make lab TORCH=cpu` the first time installs PyTorch's CPU-only build of the same
+release from PyTorch's own wheel index (https://download.pytorch.org/whl/cpu): a `.venv` of about 1.5 GB
+instead of about 5 GB with the CUDA libraries that pip takes by default on Linux. The choice is kept for later
+runs. To switch a `.venv` that already exists: `rm -rf .venv`, then `make lab TORCH=cpu`. On macOS and Windows
+pip's default build is already the right one.
+
+`make env` (or `.venv/bin/python -m lecture2 env`) prints what your machine has: device, dtype support, the
+peak FLOP/s that applies. Commands of the package need the environment's Python, `.venv/bin/python`; a
+plain `python` outside it does not have PyTorch.
 
 Work through `notebooks/lec02/` in order. Each exercise is a function in a cell marked `YOUR CODE HERE`;
 the check cell under it says ✅ or tells you what was expected, what came back, and a hint. Hidden checks run
 when your instructor grades. Before handing in, validate each notebook as the grader will:
 
 ```bash
-make validate NOTEBOOK=notebooks/lec02/01_tensors_dtypes.ipynb
+make validate NOTEBOOK=notebooks/lec02/01_tensors_dtypes.ipynb     # or `make validate` for all of them
 ```
 
-Hand in the notebooks of `notebooks/lec02/` as your instructor asks. `python -m lecture2 env` prints what
-your machine has (device, dtype support, the peak FLOP/s that applies).
+The grader runs only your answer cells, spliced into a clean copy of each notebook, so an answer cell may
+hold only imports, functions, classes and plain assignments; `make validate` does the same, names anything
+else with its line, and scores the visible checks.
+
+Hand in the notebooks of `notebooks/lec02/` as your instructor asks.
 
 ## 学生版说明
+
+需要 Python ≥ 3.10 和 `make`。在这个文件夹里运行：
 
 ```bash
 make lab     # 建立 .venv（PyTorch 2.13.0、JupyterLab、lecture2），然后在 notebooks/ 上打开 JupyterLab
 ```
 
+第一次运行要几分钟（把 PyTorch 和 JupyterLab 下载到这里的 `.venv/`），以后会立即启动。`make lab` 会在浏览器中
+打开 JupyterLab；没有浏览器时（服务器、SSH）它会打印一个带 token 的网址（`http://127.0.0.1:8888/lab?token=...`），
+在能访问这台机器的浏览器里打开即可（通过 SSH 时先运行 `ssh -L 8888:127.0.0.1:8888 HOST`）。
+`make lab LAB_ARGS=--no-browser` 只打印网址。按 Ctrl-C 停止。
+
+**没有 NVIDIA GPU（Linux）？** 第一次运行时用 `make lab TORCH=cpu`：它从 PyTorch 自己的 wheel 源
+（https://download.pytorch.org/whl/cpu）安装同一版本的纯 CPU 版 PyTorch，`.venv` 约 1.5 GB；pip 在 Linux 上默认
+安装的是带 CUDA 库的版本，约 5 GB。这个选择会保留给以后的运行。已经建好的 `.venv` 要换成 CPU 版：先
+`rm -rf .venv`，再 `make lab TORCH=cpu`。macOS 和 Windows 上 pip 默认安装的就是合适的版本。
+
+`make env`（或 `.venv/bin/python -m lecture2 env`）显示你的机器有什么：设备、支持的数据类型、适用的峰值 FLOP/s。
+这个包的命令要用环境里的 Python，即 `.venv/bin/python`；环境外的 `python` 没有装 PyTorch。
+
 按顺序完成 `notebooks/lec02/`。每个练习是一个函数，写在标有 `YOUR CODE HERE` 的单元格里；下面的检查单元格
-通过时显示 ✅，否则告诉你期望值、你的结果和提示。交作业前用 `make validate NOTEBOOK=...` 检查整个 notebook。
+通过时显示 ✅，否则告诉你期望值、你的结果和提示。交作业前用 `make validate NOTEBOOK=...`（或 `make validate`
+检查全部）按评分的方式检查：评分只运行你的答案单元格（放进一份干净的 notebook 里），所以答案单元格的顶层只能有
+import、函数和类的定义以及普通赋值；`make validate` 同样处理，指出其他写法所在的行，并给出可见检查的得分。
 """
 
-STUDENT_MAKEFILE = """PYTHON ?= python3
-BIN := .venv/bin
-export PATH := $(CURDIR)/$(BIN):$(PATH)
-.PHONY: setup lab validate
-setup: .venv/.installed
-.venv/.installed: pyproject.toml
-\ttest -x $(BIN)/python || $(PYTHON) -m venv .venv
-\t$(BIN)/python -m pip install --quiet --upgrade pip
-\t$(BIN)/python -m pip install --quiet -e .
-\t$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (lecture2)" >/dev/null
-\ttouch .venv/.installed
-lab: setup
-\t$(BIN)/jupyter lab --notebook-dir=notebooks
+# The course Makefile's setup, lab and env rules, between these two marker lines, go into the student Makefile
+# verbatim: a student sets up and opens the lab exactly as the course does (TORCH=cpu and root included).
+SHARED_BEGIN, SHARED_END = "# >>> setup, lab, env", "# <<< end of the block shared"
+
+STUDENT_MAKEFILE = """# Lecture 2, student bundle.
+#   make lab                  set up .venv the first time, then open JupyterLab on notebooks/
+#   make lab TORCH=cpu        the same with PyTorch's CPU-only build (the first time, before .venv exists)
+#   make env                  print what this machine has (device, dtypes, the peak FLOP/s that applies)
+#   make validate NOTEBOOK=notebooks/lec02/01_tensors_dtypes.ipynb   check a notebook as the grader will
+#   make validate             check every notebook
+EXTRAS :=
+{shared}
+.PHONY: validate
+NOTEBOOK ?= $(wildcard notebooks/lec02/*.ipynb)
 validate: setup
-\t$(BIN)/nbgrader validate $(NOTEBOOK)
+\t$(BIN)/python -m tools.grade.validate $(NOTEBOOK)
 """
+
+# The grader's stages a student's `make validate` runs (the same reading, scan, splice, run and scoring of the
+# visible checks; no sandbox, gradebook or class tools), and the untouched release they splice answers into.
+VALIDATOR = ["__init__.py", "submission.py", "splice.py", "scan.py", "sandbox.py", "runner.py", "score.py",
+             "feedback.py", "validate.py"]
+
+# nbgrader (the lab's nbgrader extensions, `nbgrader validate`) looks for this file in the folder it starts in
+# and warns when there is none. It runs a notebook with the grader's per-cell time limit.
+STUDENT_NBGRADER_CONFIG = """\"\"\"nbgrader settings for the student bundle (read by `make validate` and JupyterLab's nbgrader extensions).\"\"\"
+c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
+
+# Torch work is slower than nbgrader's 30 s default per cell; a hung cell still ends (as when grading).
+c.ExecutePreprocessor.timeout = 300
+c.ExecutePreprocessor.interrupt_on_timeout = True
+
+# The kernel talks to nbgrader over local TCP: encrypt it where pyzmq has CurveZMQ (its wheels do), so that
+# ipykernel does not warn that the traffic is plain text.
+import zmq  # noqa: E402
+from jupyter_client.manager import KernelManager  # noqa: E402
+
+if zmq.has("curve") and KernelManager.class_traits().get("transport_encryption"):
+    c.KernelManager.transport_encryption = "auto"
+"""
+
+
+def shared_make_block() -> str:
+    """The lines of the course Makefile between the markers SHARED_BEGIN and SHARED_END (both kept)."""
+    lines = (ROOT / "Makefile").read_text(encoding="utf-8").splitlines(keepends=True)
+    begin = next(i for i, line in enumerate(lines) if line.startswith(SHARED_BEGIN))
+    end = next(i for i, line in enumerate(lines) if line.startswith(SHARED_END))
+    return "".join(lines[begin:end + 1])
+
+
+def student_makefile() -> str:
+    """The bundle's Makefile: the course's setup/lab/env block, without the test extra, and `validate`."""
+    return STUDENT_MAKEFILE.replace("{shared}", shared_make_block().rstrip("\n"))
 
 
 def bundle_files() -> dict[str, bytes]:
@@ -70,10 +146,16 @@ def bundle_files() -> dict[str, bytes]:
         files[str(path.relative_to(ROOT))] = path.read_bytes()
     for path in sorted((ROOT / "lecture2").rglob("*.json")):  # data the package ships
         files[str(path.relative_to(ROOT))] = path.read_bytes()
+    for path in sorted(release.glob("*.ipynb")):  # the clean copy `make validate` splices answers into
+        files[f".release/{ASSIGNMENT}/{path.name}"] = path.read_bytes()
+    files["tools/__init__.py"] = b""
+    for name in VALIDATOR:
+        files[f"tools/grade/{name}"] = (ROOT / "tools" / "grade" / name).read_bytes()
     files["pyproject.toml"] = (ROOT / "pyproject.toml").read_bytes()
     files["environment.yml"] = (ROOT / "environment.yml").read_bytes()
     files["README.md"] = STUDENT_README.encode("utf-8")
-    files["Makefile"] = STUDENT_MAKEFILE.encode("utf-8")
+    files["Makefile"] = student_makefile().encode("utf-8")
+    files["nbgrader_config.py"] = STUDENT_NBGRADER_CONFIG.encode("utf-8")
     return files
 
 
@@ -81,7 +163,10 @@ def write(out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in bundle_files().items():
-            zf.writestr(f"lecture2-student/{name}", data)
+            info = zipfile.ZipInfo(f"lecture2-student/{name}", date_time=time.localtime()[:6])
+            info.external_attr = 0o644 << 16  # rw-r--r-- once unzipped (writestr's default is rw-------)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
     return out
 
 
