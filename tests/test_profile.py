@@ -266,6 +266,12 @@ def test_activation_bytes_match_the_allocator(cuda_counts):
 
 @pytest.mark.gpu
 def test_state_bytes_match_memory_allocated(cuda_counts):
-    """Is the training state equal to memory_allocated, up to the allocator's 512-byte rounding per tensor?"""
+    """Is the training state equal to memory_allocated, up to the caching allocator's rounding per tensor?
+
+    Basis: PyTorch's CUDA caching allocator rounds a request below 1 MiB up to a multiple of 512 bytes and
+    a larger one up to a multiple of 2 MiB (CUDACachingAllocator's kMinBlockSize / kRoundLarge), so each
+    tensor costs at most 2 MiB more than its bytes. Measured on the H200 (shipped h200.json): 300 tensors,
+    3,257,286,656 bytes held, memory_allocated 32 MiB above it; the same check on the run's own model too.
+    """
     s = cuda_counts["gpt_state_bytes"]
-    assert 0 <= s["memory_allocated"] - s["held_on_device"] < 512 * s["n_tensors"]
+    assert 0 <= s["memory_allocated"] - s["held_on_device"] < 2 * 2**20 * s["n_tensors"]
