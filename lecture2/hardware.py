@@ -6,10 +6,11 @@ bandwidth in bytes/s. On a CPU there is no datasheet worth trusting for PyTorch,
 is a matmul measured on this machine (`measure_cpu_peak`).
 
 Memory is what the device itself reports (nvidia-smi's total, in MiB; rocm-smi's, in bytes), not the name on
-the box: GPU makers count "80 GB" in binary units, so an A100 80GB reports 81,920 MiB = 80 GiB, an H100 80GB
-81,559 MiB (a little is reserved) and an H200 "141GB" 143,771 MiB = 140.4 GiB. Each row names where its
-figure was read. PyTorch's `torch.cuda.get_device_properties(0).total_memory` is a little smaller still
-(what the CUDA context can allocate).
+the box, whose "GB" is neither 10**9 bytes nor always exactly 2**30: an A100 80GB reports 81,920 MiB = 80 GiB,
+an H100 80GB 81,559 MiB, an L4 24GB 23,034 MiB and an H200 "141GB" 143,771 MiB = 140.4 GiB. Each row names
+where its figure was read.
+PyTorch's `torch.cuda.get_device_properties(0).total_memory` is a little smaller still: nvidia-smi's total
+less what the driver reserves (616 MiB on the course's H200: 150,109,880,320 B = 139.8 GiB).
 """
 from __future__ import annotations
 
@@ -86,6 +87,8 @@ GPUS: dict[str, GPUSpec] = {s.name: s for s in [
           2000, "NVIDIA H100 Tensor Core GPU datasheet (PCIe)",
           fp32=51, tf32=378, bf16=756, fp16=756, fp8=1513),
     # NVIDIA H200 datasheet (SXM): the H100's compute with 141 GB HBM3e at 4.8 TB/s.
+    # Memory read on the course's GPU machine (2026-11-30): nvidia-smi total 143,771 MiB, reserved 616 MiB;
+    # torch.cuda.get_device_properties(0).total_memory 150,109,880,320 B (= total - reserved).
     _spec("h200", "NVIDIA H200 SXM 141GB", 143_771, f"{_SMI} of an NVIDIA H200 (the course's GPU machine)",
           4800, "NVIDIA H200 Tensor Core GPU datasheet (SXM)",
           fp32=67, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9),

@@ -110,3 +110,14 @@ def test_cuda_peak_comes_from_the_datasheet():
         pytest.skip("no CUDA device")
     spec = hardware.gpu_from_device_name(torch.cuda.get_device_name())
     assert hardware.peak_flops(torch.bfloat16) == spec.peak_flops(torch.bfloat16)
+
+
+@pytest.mark.gpu
+def test_cuda_memory_is_the_tables_less_the_driver_reserve():
+    """Does the present GPU's row hold what the device reports? torch's total_memory is nvidia-smi's total less
+    what the driver reserves (616 MiB on the course's H200), so it lies within 1 GiB below the table's figure."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    spec = hardware.gpu_from_device_name(torch.cuda.get_device_name())
+    total = torch.cuda.get_device_properties(0).total_memory
+    assert 0 <= spec.memory_bytes - total < 2**30
