@@ -32,8 +32,9 @@ GENERIC = ("期望 (expected)", "得到 (got)", "提示 (hint)")
 def planted_failures(kernel: NotebookKernel, p, stub: str, test: str, visible_test: str) -> list[str]:
     """What is wrong with planted mistake `p`: its cell must run cleanly (over the stub, so that a planted cell
     that defines nothing cannot be graded as the definition before it), then its check must fail with a
-    check's message (CheckFailed, not an exception of the wrong answer itself) carrying p.expect, and a
-    mistake marked `visible` must fail the visible checks (the release's test cell) the same way."""
+    message carrying p.expect, which must be more than the exception's name (a KeyError of the wrong answer
+    itself explains nothing), and a mistake marked `visible` must fail the visible checks (the release's
+    test cell) the same way."""
     label = f"planted mistake {p.name!r} in {p.grade_id}"
     if not p.expect.strip() or p.expect.strip() in GENERIC:
         return [f"{label}: expects {p.expect!r}, which every failure prints; expect its own hint"]
@@ -46,8 +47,8 @@ def planted_failures(kernel: NotebookKernel, p, stub: str, test: str, visible_te
         result = kernel.run(cell)
         if not result.error:
             failures.append(f"{label} passes its {where}")
-        elif not result.error.startswith("CheckFailed"):
-            failures.append(f"{label}: its {where} fails with {result.error.split(':')[0]}, not a check's message:\n"
+        elif p.expect.strip() == result.error.split(":")[0]:
+            failures.append(f"{label}: expects only the name of the exception its {where} ends with; expect a hint:\n"
                             f"  {result.error}")
         elif p.expect not in result.error:
             failures.append(f"{label}: the message of its {where} lacks {p.expect!r}:\n  {result.error}")
@@ -121,9 +122,10 @@ class _ScriptedKernel:
 
 
 def test_planted_failures_are_reported_for_every_way_a_planted_mistake_can_prove_nothing():
-    """Is a planted cell that raises, a check that crashes instead of failing, a message without the hint, a
-    generic expect, and a visible check that lets the mistake through each reported; and is the stub run
-    before the planted cell, so that a planted cell defining nothing cannot be graded as the one before it?"""
+    """Is a planted cell that raises, a message without the hint, an expect that is only the exception's name
+    or text every failure prints, and a visible check that lets the mistake through each reported; and is the
+    stub run before the planted cell, so that a planted cell defining nothing cannot be graded as the one
+    before it?"""
     hint = "提示 (hint): the hint"
     failed = Result(error=f"CheckFailed: f(): 期望 (expected) 1，得到 (got) 2。\n{hint}")
 
@@ -135,7 +137,8 @@ def test_planted_failures_are_reported_for_every_way_a_planted_mistake_can_prove
     kernel, failures = run({"TEST": failed, "VISIBLE": failed}, visible=True)
     assert failures == [] and kernel.ran[:2] == ["STUB", "PLANTED"]
     assert "planted cell itself fails" in run({"PLANTED": Result(error="NameError: x"), "TEST": failed})[1][0]
-    assert "not a check's message" in run({"TEST": Result(error="KeyError: 'fp8'")})[1][0]
+    assert "name of the exception" in run({"TEST": Result(error="KeyError: 'fp8'")}, expect="KeyError")[1][0]
+    assert run({"TEST": Result(error="RuntimeError: 不能调用 the hint")})[1] == []  # a message that carries the hint
     assert "lacks" in run({"TEST": Result(error="CheckFailed: f(): 期望 (expected) 1，得到 (got) 2。")})[1][0]
     assert "passes its check" in run({})[1][0]
     assert "every failure prints" in run({"TEST": failed}, expect="期望 (expected)")[1][0]
