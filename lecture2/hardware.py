@@ -4,10 +4,18 @@ One row per GPU, one source per row. Peaks are **dense** (no 2:4 structured spar
 tensor figures are often the sparse ones, exactly 2x these). All figures are FLOP/s, memory in bytes,
 bandwidth in bytes/s. On a CPU there is no datasheet worth trusting for PyTorch, so the peak that applies
 is a matmul measured on this machine (`measure_cpu_peak`).
+
+Memory is what the device itself reports (nvidia-smi's total, in MiB; rocm-smi's, in bytes), not the name on
+the box, whose "GB" is neither 10**9 bytes nor always exactly 2**30: an A100 80GB reports 81,920 MiB = 80 GiB,
+an H100 80GB 81,559 MiB, an L4 24GB 23,034 MiB and an H200 "141GB" 143,771 MiB = 140.4 GiB. Each row names
+where its figure was read.
+PyTorch's `torch.cuda.get_device_properties(0).total_memory` is a little smaller still: nvidia-smi's total
+less what the driver reserves (616 MiB on the course's H200: 150,109,880,320 B = 139.8 GiB).
 """
 from __future__ import annotations
 
 import functools
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -20,6 +28,7 @@ __all__ = [
 
 T = 1e12
 GB = 1e9
+MiB = 2**20
 
 # The dtype keys of the table: a torch dtype maps onto one of these (see `dtype_key`). "tf32" is fp32
 # matmul on tensor cores (torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision("high")).
@@ -28,14 +37,16 @@ DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 
 @dataclass(frozen=True)
 class GPUSpec:
-    """One GPU's datasheet: dense peak FLOP/s per dtype key, memory (bytes), bandwidth (bytes/s)."""
+    """One GPU: datasheet dense peak FLOP/s per dtype key and bandwidth (bytes/s); memory (bytes) as the
+    device reports it, with `memory_source` saying where that figure was read."""
 
     name: str
     full_name: str
     peak: dict[str, float] = field(repr=False)
-    memory_bytes: float
+    memory_bytes: int
     bandwidth_bytes_per_s: float
     source: str
+    memory_source: str
 
     def peak_flops(self, dtype: torch.dtype | str) -> float:
         """Dense peak in FLOP/s for `dtype` (a torch dtype or one of DTYPES)."""
@@ -46,52 +57,80 @@ class GPUSpec:
         return self.peak[key]
 
 
-def _spec(name, full_name, memory_gb, bandwidth_gbs, source, **tflops) -> GPUSpec:
-    return GPUSpec(name, full_name, {k: v * T for k, v in tflops.items()}, memory_gb * GB, bandwidth_gbs * GB, source)
+def _spec(name, full_name, memory_mib, memory_source, bandwidth_gbs, source, **tflops) -> GPUSpec:
+    return GPUSpec(name, full_name, {k: v * T for k, v in tflops.items()}, memory_mib * MiB, bandwidth_gbs * GB,
+                   source, memory_source)
 
 
+_SMI = "nvidia-smi memory.total"
+
+
+# Each row: name, full name, memory in MiB as the device reports it (and where it was read), datasheet
+# bandwidth in GB/s and the datasheet, then dense peaks in TFLOP/s.
 # fmt: off
 GPUS: dict[str, GPUSpec] = {s.name: s for s in [
     # NVIDIA V100 datasheet (SXM2 32GB): 15.7 TF fp32, 125 TF tensor (fp16 in, fp32 accumulate); no bf16/tf32.
-    _spec("v100", "NVIDIA V100 SXM2 32GB", 32, 900, "NVIDIA V100 Tensor Core GPU datasheet",
+    _spec("v100", "NVIDIA V100 SXM2 32GB", 32_768, f"{_SMI} of a Tesla V100-SXM2-32GB",
+          900, "NVIDIA V100 Tensor Core GPU datasheet",
           fp32=15.7, fp16=125),
     # NVIDIA A100 datasheet (SXM 80GB): fp32 19.5, TF32 156, BF16/FP16 312 (dense; 624 with sparsity).
-    _spec("a100", "NVIDIA A100 SXM4 80GB", 80, 2039, "NVIDIA A100 Tensor Core GPU datasheet",
+    _spec("a100", "NVIDIA A100 SXM4 80GB", 81_920, f"{_SMI} of an NVIDIA A100-SXM4-80GB",
+          2039, "NVIDIA A100 Tensor Core GPU datasheet",
           fp32=19.5, tf32=156, bf16=312, fp16=312),
     # NVIDIA H100 datasheet, SXM column: fp32 67, TF32 494.7, BF16/FP16 989.4, FP8 1978.9 (the sheet
     # prints 989/1979/3958 *with sparsity*; dense is half).
-    _spec("h100-sxm", "NVIDIA H100 SXM5 80GB", 80, 3350, "NVIDIA H100 Tensor Core GPU datasheet (SXM)",
+    _spec("h100-sxm", "NVIDIA H100 SXM5 80GB", 81_559, f"{_SMI} of an NVIDIA H100 80GB HBM3",
+          3350, "NVIDIA H100 Tensor Core GPU datasheet (SXM)",
           fp32=67, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9),
     # Same datasheet, PCIe column: fp32 51, TF32 378, BF16/FP16 756, FP8 1513 (dense).
-    _spec("h100-pcie", "NVIDIA H100 PCIe 80GB", 80, 2000, "NVIDIA H100 Tensor Core GPU datasheet (PCIe)",
+    _spec("h100-pcie", "NVIDIA H100 PCIe 80GB", 81_559, f"{_SMI} of an NVIDIA H100 PCIe",
+          2000, "NVIDIA H100 Tensor Core GPU datasheet (PCIe)",
           fp32=51, tf32=378, bf16=756, fp16=756, fp8=1513),
     # NVIDIA H200 datasheet (SXM): the H100's compute with 141 GB HBM3e at 4.8 TB/s.
-    _spec("h200", "NVIDIA H200 SXM 141GB", 141, 4800, "NVIDIA H200 Tensor Core GPU datasheet (SXM)",
+    # Memory read on the course's GPU machine (2026-11-30): nvidia-smi total 143,771 MiB, reserved 616 MiB;
+    # torch.cuda.get_device_properties(0).total_memory 150,109,880,320 B (= total - reserved).
+    _spec("h200", "NVIDIA H200 SXM 141GB", 143_771, f"{_SMI} of an NVIDIA H200 (the course's GPU machine)",
+          4800, "NVIDIA H200 Tensor Core GPU datasheet (SXM)",
           fp32=67, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9),
     # NVIDIA HGX B200 datasheet, per GPU at 1000 W: fp32 80, TF32 1100, BF16/FP16 2250, FP8 4500 (dense).
-    _spec("b200", "NVIDIA B200 (HGX) 180GB", 180, 8000, "NVIDIA HGX B200 datasheet, per GPU",
+    _spec("b200", "NVIDIA B200 (HGX) 180GB", 183_359, f"{_SMI} of an NVIDIA B200",
+          8000, "NVIDIA HGX B200 datasheet, per GPU",
           fp32=80, tf32=1100, bf16=2250, fp16=2250, fp8=4500),
     # NVIDIA L4 datasheet: fp32 30.3, TF32 60, BF16/FP16 121, FP8 242.5 (dense; sheet prints sparse x2).
-    _spec("l4", "NVIDIA L4 24GB", 24, 300, "NVIDIA L4 Tensor Core GPU datasheet",
+    _spec("l4", "NVIDIA L4 24GB", 23_034, f"{_SMI} of an NVIDIA L4", 300, "NVIDIA L4 Tensor Core GPU datasheet",
           fp32=30.3, tf32=60, bf16=121, fp16=121, fp8=242.5),
     # NVIDIA L40S datasheet: fp32 91.6, TF32 183, BF16/FP16 362.05, FP8 733 (dense).
-    _spec("l40s", "NVIDIA L40S 48GB", 48, 864, "NVIDIA L40S datasheet",
+    _spec("l40s", "NVIDIA L40S 48GB", 46_068, f"{_SMI} of an NVIDIA L40S", 864, "NVIDIA L40S datasheet",
           fp32=91.6, tf32=183, bf16=362.05, fp16=362.05, fp8=733),
     # NVIDIA Ada Lovelace whitepaper, RTX 4090: fp32 82.6; tensor with fp32 accumulate (what PyTorch uses):
     # TF32 82.6, BF16/FP16 165.2, FP8 330.3 (GeForce cards run fp16-accumulate at twice these rates).
-    _spec("rtx4090", "NVIDIA GeForce RTX 4090 24GB", 24, 1008, "NVIDIA Ada Lovelace architecture whitepaper",
+    _spec("rtx4090", "NVIDIA GeForce RTX 4090 24GB", 24_564, f"{_SMI} of an NVIDIA GeForce RTX 4090",
+          1008, "NVIDIA Ada Lovelace architecture whitepaper",
           fp32=82.6, tf32=82.6, bf16=165.2, fp16=165.2, fp8=330.3),
     # AMD Instinct MI300X datasheet: fp32 163.4 (vector), TF32 653.7, BF16/FP16 1307.4, FP8 2614.9 (dense).
-    _spec("mi300x", "AMD Instinct MI300X 192GB", 192, 5300, "AMD Instinct MI300X data sheet",
+    _spec("mi300x", "AMD Instinct MI300X 192GB", 196_592,
+          "rocm-smi VRAM Total Memory of an AMD Instinct MI300X (206,141,652,992 B)",
+          5300, "AMD Instinct MI300X data sheet",
           fp32=163.4, tf32=653.7, bf16=1307.4, fp16=1307.4, fp8=2614.9),
 ]}
 # fmt: on
 
-# Substrings of torch.cuda.get_device_name() mapped to table rows, most specific first.
-_DEVICE_NAME_PATTERNS = [
-    ("h100 pcie", "h100-pcie"), ("h100", "h100-sxm"), ("h200", "h200"), ("b200", "b200"), ("a100", "a100"),
-    ("v100", "v100"), ("l40s", "l40s"), ("l4", "l4"), ("4090", "rtx4090"), ("mi300x", "mi300x"),
+# What torch.cuda.get_device_name() says, as whole words (tokens), mapped to table rows. The rule with the
+# most tokens that all appear wins, so "H100 PCIe" beats "H100"; a token never matches part of a word, so
+# "L40" and "L40S" are not "L4". Rules mapped to None are variants known to differ from every row (their
+# own datasheets, or less memory), refused rather than given a neighbour's peaks or memory.
+_DEVICE_NAME_RULES: list[tuple[tuple[str, ...], str | None]] = [
+    (("h100",), "h100-sxm"), (("h100", "pcie"), "h100-pcie"), (("h100", "nvl"), None),
+    (("h200",), "h200"), (("h200", "nvl"), None), (("b200",), "b200"),
+    (("a100",), "a100"), (("a100", "40gb"), None), (("v100",), "v100"), (("v100", "16gb"), None),
+    (("l4",), "l4"), (("l40s",), "l40s"), (("l40",), None), (("4090",), "rtx4090"),
+    (("mi300x",), "mi300x"),
 ]
+
+
+def _name_tokens(device_name: str) -> set[str]:
+    """Lower-case words of a device name: "NVIDIA A100-SXM4-80GB" -> {"nvidia", "a100", "sxm4", "80gb"}."""
+    return set(re.findall(r"[a-z0-9]+", device_name.lower()))
 
 
 class UnknownGPU(KeyError):
@@ -117,11 +156,15 @@ def gpu(name: str) -> GPUSpec:
 
 
 def gpu_from_device_name(device_name: str) -> GPUSpec:
-    """The row matching a CUDA device name such as "NVIDIA H100 80GB HBM3"."""
-    lowered = device_name.lower()
-    for pattern, key in _DEVICE_NAME_PATTERNS:
-        if pattern in lowered:
-            return GPUS[key]
+    """The row matching a CUDA device name such as "NVIDIA H100 80GB HBM3" (the longest rule whose words all
+    appear in it; see `_DEVICE_NAME_RULES`)."""
+    if not isinstance(device_name, str):
+        raise TypeError(f"device_name 应是字符串 (str), 得到 {type(device_name).__name__}")
+    tokens = _name_tokens(device_name)
+    matches = [(len(words), key) for words, key in _DEVICE_NAME_RULES if set(words) <= tokens]
+    key = max(matches, key=lambda m: m[0])[1] if matches else None
+    if key is not None:
+        return GPUS[key]
     raise UnknownGPU(
         f"GPU {device_name!r} 不在峰值表中 (not in the peak table); known GPUs: {', '.join(GPUS)}. "
         "Measure it with `python -m lecture2 env`, or add a row with its datasheet to lecture2/hardware.py."

@@ -13,6 +13,7 @@ Units: FLOP/s, bytes, bytes/s, seconds.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -20,7 +21,7 @@ import torch
 from . import fmt, hardware, profile
 
 __all__ = ["SECTIONS", "DATASHEET_GPU", "references", "gpu_references", "measure_here", "table",
-           "plot_matmul_references", "plot_dtypes"]
+           "bf16_over_fp32", "plot_matmul_references", "plot_dtypes"]
 
 SECTIONS = ("dtypes", "flops", "memory", "checkpointing", "mfu")
 DATASHEET_GPU = "h200"  # shown from the datasheet while no measured GPU profile is shipped
@@ -116,9 +117,21 @@ def _best(p: dict, key: str) -> float | None:
     return m.get("best_flops_per_s") if m and "sizes" in m else None
 
 
+def bf16_over_fp32(p: dict) -> tuple[list[int], float] | None:
+    """(sizes, ratio): bf16 FLOP/s over fp32 FLOP/s at the matmul sizes both dtypes ran in profile `p`, the
+    geometric mean over those sizes (one size alone is at the mercy of a busy machine); None if none."""
+    rows = {k: {r["n"]: r["flops_per_s"] for r in (_get(p, "matmul", k) or {}).get("sizes", [])}
+            for k in ("fp32", "bf16")}
+    common = sorted(set(rows["fp32"]) & set(rows["bf16"]))
+    if not common:
+        return None
+    log_mean = sum(math.log(rows["bf16"][n] / rows["fp32"][n]) for n in common) / len(common)
+    return common, math.exp(log_mean)
+
+
 def _bf16_over_fp32(p: dict) -> str | None:
-    fp32, bf16 = _best(p, "fp32"), _best(p, "bf16")
-    return None if not (fp32 and bf16) else f"{bf16 / fp32:.2f}x"
+    found = bf16_over_fp32(p)
+    return None if found is None else f"{found[1]:.2f}x (n={', '.join(map(str, found[0]))})"
 
 
 def _bandwidth(p: dict) -> str | None:
@@ -230,7 +243,7 @@ def _rows(section: str) -> list[tuple[str, Getter]]:
     common = [("device", _device)]
     if section == "dtypes":
         return common + [("memory", _memory)] + [(f"matmul {k} (best)", _matmul(k)) for k in _MATMUL_KEYS] + [
-            ("bf16 / fp32 speed", _bf16_over_fp32)]
+            ("bf16 / fp32, same n", _bf16_over_fp32)]
     if section == "flops":
         return common + [("block size", _block_size),
                          ("block fwd: 24BTd²+4BT²d", _pred_counted("block_forward_flops")),
@@ -265,12 +278,12 @@ def _datasheet_rows(section: str, spec: hardware.GPUSpec) -> dict[str, str]:
     """The datasheet's figures for the rows that have one (peaks, memory, bandwidth), marked as such."""
     rows = {"device": f"{spec.full_name} (datasheet)"}
     if section == "dtypes":
-        rows["memory"] = fmt.format_bytes(spec.memory_bytes, binary=True)
+        rows["memory"] = f"{fmt.format_bytes(spec.memory_bytes, binary=True)} (as the device reports it)"
     for k in _MATMUL_KEYS:
         if k in spec.peak:
             rows[f"matmul {k} (best)"] = f"peak {fmt.format_rate(spec.peak[k])}"
     if "bf16" in spec.peak:
-        rows["bf16 / fp32 speed"] = f"{spec.peak['bf16'] / spec.peak['fp32']:.2f}x (peaks)"
+        rows["bf16 / fp32, same n"] = f"{spec.peak['bf16'] / spec.peak['fp32']:.2f}x (peaks)"
     rows["copy bandwidth"] = f"peak {fmt.format_bytes(spec.bandwidth_bytes_per_s)}/s"
     return rows
 
@@ -312,9 +325,9 @@ def table(section: str, mine: dict | None = None) -> str:
             made = p.get("made", {})
             lines.append(f"[{name}] {made.get('date', '?')}: {made.get('command', '?')}")
     if not has_gpu:
-        lines.append("还没有 GPU 的实测 profile (no measured GPU profile shipped yet)"
-                     + ("；datasheet 一列是手册峰值，不是测量。" if section in ("dtypes", "mfu") else "。")
-                     + f" 有 GPU 时: python -m lecture2 profile --out lecture2/profiles/{DATASHEET_GPU}.json")
+        lines.append("还没有在 GPU 上实测的参考 profile (no measured GPU profile shipped yet)"
+                     + ("：datasheet 一列是数据手册上的峰值，不是测量。" if section in ("dtypes", "mfu") else "。")
+                     + f"在 GPU 上运行 python -m lecture2 profile --out lecture2/profiles/{DATASHEET_GPU}.json 即可补上。")
     return "\n".join(lines)
 
 

@@ -9,8 +9,20 @@ def test_table_covers_the_gpus_the_course_names():
     """Does the table hold every GPU the course discusses, each with a source and a bf16 or fp16 peak?"""
     for name in ["v100", "a100", "h100-sxm", "h100-pcie", "h200", "b200", "l4", "l40s", "rtx4090", "mi300x"]:
         spec = hardware.gpu(name)
-        assert spec.source and spec.memory_bytes > 0 and spec.bandwidth_bytes_per_s > 0
+        assert spec.source and spec.memory_source and spec.memory_bytes > 0 and spec.bandwidth_bytes_per_s > 0
         assert spec.peak["fp16"] >= spec.peak["fp32"]
+
+
+def test_memory_is_what_the_device_reports():
+    """Is memory stored as the device reports it (nvidia-smi's MiB), not the box's "GB" read as 10**9 bytes?"""
+    assert hardware.gpu("a100").memory_bytes == 81_920 * 2**20 == 80 * 2**30   # "80GB" is 80 GiB
+    assert hardware.gpu("h200").memory_bytes == 143_771 * 2**20                 # "141GB": 140.4 GiB
+    assert 140.3 < hardware.gpu("h200").memory_bytes / 2**30 < 140.5
+    for spec in hardware.GPUS.values():
+        assert isinstance(spec.memory_bytes, int) and spec.memory_bytes % 2**20 == 0  # whole MiB, as reported
+        label_gb = int(spec.full_name.rsplit(" ", 1)[-1].removesuffix("GB"))
+        # the name's "GB" read as 10**9 bytes undercounts every one of them, read as 2**30 it never undercounts
+        assert label_gb * 10**9 < spec.memory_bytes <= label_gb * 2**30, spec.name
 
 
 def test_datasheet_values_the_lecture_uses():
@@ -18,7 +30,6 @@ def test_datasheet_values_the_lecture_uses():
     assert hardware.gpu("a100").peak_flops(torch.bfloat16) == 312e12
     assert hardware.gpu("h100-sxm").peak_flops("bf16") == pytest.approx(989.4e12)
     assert hardware.gpu("H100_SXM").peak_flops(torch.float8_e4m3fn) == pytest.approx(1978.9e12)
-    assert hardware.gpu("h200").memory_bytes == 141e9
 
 
 def test_unknown_gpu_lists_the_known_ones():
@@ -41,7 +52,7 @@ def test_missing_dtype_says_what_is_supported():
     ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
     ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"),
     ("NVIDIA GeForce RTX 4090", "rtx4090"), ("Tesla V100-SXM2-32GB", "v100"), ("NVIDIA B200", "b200"),
-    ("AMD Instinct MI300X", "mi300x")])
+    ("AMD Instinct MI300X", "mi300x"), ("NVIDIA A100 80GB PCIe", "a100"), ("nvidia l40s", "l40s")])
 def test_cuda_device_names_map_to_rows(device_name, key):
     """Does each name torch.cuda.get_device_name() reports find its row?"""
     assert hardware.gpu_from_device_name(device_name).name == key
@@ -50,6 +61,17 @@ def test_cuda_device_names_map_to_rows(device_name, key):
 def test_unknown_device_name_is_explained():
     with pytest.raises(hardware.UnknownGPU, match="known GPUs"):
         hardware.gpu_from_device_name("NVIDIA GeForce GTX 1080")
+    with pytest.raises(TypeError):
+        hardware.gpu_from_device_name(None)
+
+
+@pytest.mark.parametrize("device_name", ["NVIDIA L40", "NVIDIA H100 NVL", "NVIDIA H200 NVL", "NVIDIA A100-SXM4-40GB",
+                                         "Tesla V100-SXM2-16GB", "NVIDIA L400"])
+def test_a_name_is_matched_by_whole_words_not_by_a_prefix(device_name):
+    """Is an "L40" refused rather than read as an "L4" (and other variants with their own datasheets or less
+    memory refused rather than given a neighbour's row)?"""
+    with pytest.raises(hardware.UnknownGPU, match="not in the peak table"):
+        hardware.gpu_from_device_name(device_name)
 
 
 def test_dtype_keys():
@@ -88,3 +110,14 @@ def test_cuda_peak_comes_from_the_datasheet():
         pytest.skip("no CUDA device")
     spec = hardware.gpu_from_device_name(torch.cuda.get_device_name())
     assert hardware.peak_flops(torch.bfloat16) == spec.peak_flops(torch.bfloat16)
+
+
+@pytest.mark.gpu
+def test_cuda_memory_is_the_tables_less_the_driver_reserve():
+    """Does the present GPU's row hold what the device reports? torch's total_memory is nvidia-smi's total less
+    what the driver reserves (616 MiB on the course's H200), so it lies within 1 GiB below the table's figure."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    spec = hardware.gpu_from_device_name(torch.cuda.get_device_name())
+    total = torch.cuda.get_device_properties(0).total_memory
+    assert 0 <= spec.memory_bytes - total < 2**30

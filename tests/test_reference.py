@@ -79,6 +79,26 @@ def test_rows_carry_the_measured_figures(cpu_profile, cpu_only):
     assert "peak 989.4 TFLOP/s" in dtypes and "14.77x (peaks)" in dtypes  # the datasheet column: H200 bf16/fp32
 
 
+def test_bf16_over_fp32_compares_the_same_sizes(cpu_profile, cpu_only):
+    """Is bf16/fp32 taken at the sizes both dtypes ran (their geometric mean), not best against best, which on a
+    CPU compares a large fp32 size with a small bf16 one?"""
+    p = copy.deepcopy(cpu_profile)
+    p["matmul"]["fp32"]["sizes"] = [{"n": 256, "flops_per_s": 10.0}, {"n": 512, "flops_per_s": 40.0},
+                                    {"n": 1024, "flops_per_s": 1000.0}]
+    p["matmul"]["bf16"]["sizes"] = [{"n": 128, "flops_per_s": 1.0}, {"n": 256, "flops_per_s": 20.0},
+                                    {"n": 512, "flops_per_s": 20.0}]
+    sizes, ratio = reference.bf16_over_fp32(p)
+    assert sizes == [256, 512] and ratio == pytest.approx(1.0)  # 2x at 256, 0.5x at 512: geometric mean 1
+    assert "1.00x (n=256, 512)" in reference.table("dtypes", p)
+    p["matmul"]["bf16"] = {"skipped": "RuntimeError: test"}
+    assert reference.bf16_over_fp32(p) is None
+
+
+def test_datasheet_column_shows_memory_as_the_device_reports_it(cpu_profile, cpu_only):
+    """Is the H200's memory the 143,771 MiB it reports (140.40 GiB), not "141 GB" read as 141e9 bytes?"""
+    assert "140.40 GiB (as the device reports it)" in reference.table("dtypes", cpu_profile)
+
+
 def test_a_gpu_profile_comes_first_and_replaces_the_datasheet(with_gpu_profile, cpu_profile):
     """With a measured GPU profile shipped: is it the first reference, and are datasheet column and note gone?"""
     assert list(reference.references())[0] == "h200"

@@ -32,67 +32,85 @@ MISTAKES = [
     Planted("ex02_hand_grads", "the derivative of 3x forgotten", '''
 def quadratic_grad(x):
     return 2 * x
-''' + _MSE_OK, "3x"),
+''' + _MSE_OK, HINTS["grad_3x_dropped"], visible=True),
     Planted("ex02_hand_grads", "y returned instead of dy/dx", '''
 def quadratic_grad(x):
     return x ** 2 + 3 * x + 1
-''' + _MSE_OK, "不是导数"),
+''' + _MSE_OK, HINTS["grad_returned_y"], visible=True),
+    Planted("ex02_hand_grads", "dy/dx by autograd, not by hand", '''
+def quadratic_grad(x):
+    t = torch.tensor(float(x), requires_grad=True)
+    (t ** 2 + 3 * t + 1).backward()
+    return t.grad.item()
+''' + _MSE_OK, HINTS["grad_by_autograd"], visible=True),
     Planted("ex02_hand_grads", "the 2 of the square forgotten", _QUAD_OK + '''
 def mse_grads(X, y, w, b):
     r = X @ w + b - y
     return X.T @ r / len(y), r.mean()
-''', "d(r²)/dr = 2r"),
+''', HINTS["mse_two"], visible=True),
     Planted("ex02_hand_grads", "sum instead of mean", _QUAD_OK + '''
 def mse_grads(X, y, w, b):
     r = X @ w + b - y
     return 2 * X.T @ r, 2 * r.sum()
-''', "除以 N"),
+''', HINTS["mse_mean"], visible=True),
     Planted("ex02_hand_grads", "residual with the wrong sign", _QUAD_OK + '''
 def mse_grads(X, y, w, b):
     r = y - X @ w - b
     return 2 * X.T @ r / len(y), 2 * r.mean()
-''', "符号反了"),
+''', HINTS["mse_sign"], visible=True),
     Planted("ex02_hand_grads", "grad_b left per sample", _QUAD_OK + '''
 def mse_grads(X, y, w, b):
     r = X @ w + b - y
     return 2 * X.T @ r / len(y), 2 * r / len(y)
-''', "对样本求和"),
+''', HINTS["mse_grad_b_scalar"], visible=True),
     Planted("ex02_graph_nodes", "a node reached twice counted twice",
-            _WALK.format(dedup="", name="type(node).__name__", first="", leaf=""), "只能算一次"),
+            _WALK.format(dedup="", name="type(node).__name__", first="", leaf=""), HINTS["nodes_dedup"], visible=True),
     Planted("ex02_graph_nodes", "AccumulateGrad leaves skipped",
             _WALK.format(dedup=_DEDUP, name="type(node).__name__", first="",
-                         leaf=" and type(n).__name__ != 'AccumulateGrad'"), "AccumulateGrad"),
+                         leaf=" and type(n).__name__ != 'AccumulateGrad'"), HINTS["nodes_leaf"], visible=True),
     Planted("ex02_graph_nodes", "only the first input followed",
-            _WALK.format(dedup=_DEDUP, name="type(node).__name__", first="[:1]", leaf=""), "第一项"),
+            _WALK.format(dedup=_DEDUP, name="type(node).__name__", first="[:1]", leaf=""), HINTS["nodes_branch"], visible=True),
     Planted("ex02_graph_nodes", "str(node) instead of the class name",
-            _WALK.format(dedup=_DEDUP, name="str(node)", first="", leaf=""), "type(node).__name__"),
+            _WALK.format(dedup=_DEDUP, name="str(node)", first="", leaf=""), HINTS["nodes_class_name"], visible=True),
+    Planted("ex02_graph_nodes", "None inputs walked into", '''
+def backward_nodes(t):
+    out, seen, todo = [], set(), [t.grad_fn] if t.grad_fn is not None else []
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        out.append(type(node).__name__)
+        todo.extend(n for n, _ in node.next_functions)
+    return out
+''', HINTS["nodes_none"], visible=True),
     Planted("ex02_saved_bytes", "parameters counted too", '''
 def mlp_saved_bytes(B, sizes):
     params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
     return 4 * (B * sum(sizes[:-1]) + params)
-''', "parameters"),
+''', HINTS["saved_params"], visible=True),
     Planted("ex02_saved_bytes", "the input forgotten", '''
 def mlp_saved_bytes(B, sizes):
     return 4 * B * sum(sizes[1:-1])
-''', "忘了输入"),
+''', HINTS["saved_input"], visible=True),
     Planted("ex02_saved_bytes", "bits instead of bytes", '''
 def mlp_saved_bytes(B, sizes):
     return 32 * B * sum(sizes[:-1])
-''', HINTS["bits_for_bytes"]),
+''', HINTS["bits_for_bytes"], visible=True),
     Planted("ex02_saved_bytes", "ReLU output and next Linear input counted separately", '''
 def mlp_saved_bytes(B, sizes):
     return 4 * B * (sizes[0] + 2 * sum(sizes[1:-1]))
-''', "同一块存储"),
+''', HINTS["saved_shared"], visible=True),
     Planted("ex02_saved_bytes", "every layer output counted, logits included", '''
 def mlp_saved_bytes(B, sizes):
     return 4 * B * sum(sizes)
-''', "logits"),
+''', HINTS["saved_logits"], visible=True),
     Planted("ex02_saved_bytes", "pre-activations counted too", '''
 def mlp_saved_bytes(B, sizes):
     return 4 * B * (sizes[0] + 2 * sum(sizes[1:-1]) + sizes[-1])
-''', "pre-activation"),
+''', HINTS["saved_preact"], visible=True),
     Planted("ex02_saved_bytes", "a float instead of an int", '''
 def mlp_saved_bytes(B, sizes):
     return 4.0 * B * sum(sizes[:-1])
-''', "应返回 int"),
+''', "应返回 int，得到 float", visible=True),
 ]

@@ -16,7 +16,7 @@ def accumulated_step(model, optimizer, batches, loss_fn):
         total += loss.item()
     optimizer.step()
     return total
-''', HINTS["loss_not_divided"]),
+''', HINTS["loss_not_divided"], visible=True),
     Planted("ex04_accumulated_step", "the lecture's / steps with unequal micro-batches", '''
 def accumulated_step(model, optimizer, batches, loss_fn):
     optimizer.zero_grad()
@@ -27,7 +27,7 @@ def accumulated_step(model, optimizer, batches, loss_fn):
         total += loss.item()
     optimizer.step()
     return total
-''', HINTS["accum_weights"]),
+''', HINTS["accum_weights"], visible=True),
     Planted("ex04_accumulated_step", "zero_grad inside the loop", '''
 def accumulated_step(model, optimizer, batches, loss_fn):
     n = sum(len(xb) for xb, _ in batches)
@@ -39,7 +39,7 @@ def accumulated_step(model, optimizer, batches, loss_fn):
         total += loss.item()
     optimizer.step()
     return total
-''', HINTS["zero_grad_in_loop"]),
+''', HINTS["zero_grad_in_loop"], visible=True),
     Planted("ex04_accumulated_step", "no zero_grad before accumulating", '''
 def accumulated_step(model, optimizer, batches, loss_fn):
     n = sum(len(xb) for xb, _ in batches)
@@ -50,7 +50,7 @@ def accumulated_step(model, optimizer, batches, loss_fn):
         total += loss.item()
     optimizer.step()
     return total
-''', HINTS["zero_grad_missing"]),
+''', HINTS["zero_grad_missing"], visible=True),
     Planted("ex04_accumulated_step", "zero_grad after the step", '''
 def accumulated_step(model, optimizer, batches, loss_fn):
     n = sum(len(xb) for xb, _ in batches)
@@ -63,7 +63,7 @@ def accumulated_step(model, optimizer, batches, loss_fn):
     optimizer.step()
     optimizer.zero_grad()
     return total
-''', HINTS["grads_cleared"]),
+''', HINTS["grads_cleared"], visible=True),
     Planted("ex04_accumulated_step", "no optimizer step", '''
 def accumulated_step(model, optimizer, batches, loss_fn):
     n = sum(len(xb) for xb, _ in batches)
@@ -74,7 +74,7 @@ def accumulated_step(model, optimizer, batches, loss_fn):
         loss.backward()
         total += loss.item()
     return total
-''', "没有调用 optimizer.step()"),
+''', HINTS["no_optimizer_step"], visible=True),
     # ---- ex04_underflow_fraction
     Planted("ex04_underflow_fraction", "tiny (smallest normal) as the threshold", '''
 def fp16_underflow_fraction(grad, scale=1.0):
@@ -82,7 +82,7 @@ def fp16_underflow_fraction(grad, scale=1.0):
     if not nz.any():
         return 0.0
     return ((grad[nz] * scale).abs() < torch.finfo(torch.float16).tiny).float().mean().item()
-''', HINTS["fp16_tiny_threshold"]),
+''', HINTS["fp16_tiny_threshold"], visible=True),
     Planted("ex04_underflow_fraction", "the smallest subnormal, not half of it", '''
 def fp16_underflow_fraction(grad, scale=1.0):
     fi = torch.finfo(torch.float16)
@@ -90,7 +90,7 @@ def fp16_underflow_fraction(grad, scale=1.0):
     if not nz.any():
         return 0.0
     return ((grad[nz] * scale).abs() < fi.tiny * fi.eps).float().mean().item()
-''', HINTS["fp16_subnormal_not_half"]),
+''', HINTS["fp16_subnormal_not_half"], visible=True),
     Planted("ex04_underflow_fraction", "scale forgotten", '''
 def fp16_underflow_fraction(grad, scale=1.0):
     fi = torch.finfo(torch.float16)
@@ -98,12 +98,12 @@ def fp16_underflow_fraction(grad, scale=1.0):
     if not nz.any():
         return 0.0
     return (grad[nz].abs() <= fi.tiny * fi.eps / 2).float().mean().item()
-''', HINTS["forgot_scale"]),
+''', HINTS["forgot_scale"], visible=True),
     Planted("ex04_underflow_fraction", "exact zeros counted", '''
 def fp16_underflow_fraction(grad, scale=1.0):
     fi = torch.finfo(torch.float16)
     return ((grad * scale).abs() <= fi.tiny * fi.eps / 2).float().mean().item()
-''', HINTS["zeros_counted"]),
+''', HINTS["zeros_counted"], visible=True),
     Planted("ex04_underflow_fraction", "strict < at the tie 2**-25", '''
 def fp16_underflow_fraction(grad, scale=1.0):
     fi = torch.finfo(torch.float16)
@@ -111,13 +111,26 @@ def fp16_underflow_fraction(grad, scale=1.0):
     if not nz.any():
         return 0.0
     return ((grad[nz] * scale).abs() < fi.tiny * fi.eps / 2).float().mean().item()
-''', HINTS["fp16_round_half_even"]),
+''', HINTS["fp16_round_half_even"], visible=True),
     Planted("ex04_underflow_fraction", "a tensor instead of a float", '''
 def fp16_underflow_fraction(grad, scale=1.0):
     fi = torch.finfo(torch.float16)
     nz = grad != 0
     return ((grad[nz] * scale).abs() <= fi.tiny * fi.eps / 2).float().mean()
-''', "应返回 float"),
+''', "应返回 float，得到 Tensor", visible=True),
+    Planted("ex04_underflow_fraction", "a real cast instead of a prediction", '''
+def fp16_underflow_fraction(grad, scale=1.0):
+    nz = grad != 0
+    if not nz.any():
+        return 0.0
+    return ((grad * scale).to(torch.float16) == 0)[nz].double().mean().item()
+''', HINTS["fp16_cast_for_real"], visible=True),
+    Planted("ex04_underflow_fraction", "NaN when no entry is nonzero", '''
+def fp16_underflow_fraction(grad, scale=1.0):
+    fi = torch.finfo(torch.float16)
+    kept = grad[grad != 0]
+    return ((kept * scale).abs() <= fi.tiny * fi.eps / 2).double().mean().item()
+''', HINTS["fp16_no_nonzero"], visible=True),
     # ---- ex04_train_step
     Planted("ex04_train_step", "parameters cast to low precision (master weights lost)", '''
 def train_step(model, optimizer, x, y, precision, scaler=None):
@@ -128,7 +141,7 @@ def train_step(model, optimizer, x, y, precision, scaler=None):
     loss.backward()
     optimizer.step()
     return loss.item()
-''', HINTS["master_weights"]),
+''', HINTS["master_weights"], visible=True),
     Planted("ex04_train_step", "no autocast: every precision runs fp32", '''
 def train_step(model, optimizer, x, y, precision, scaler=None):
     if precision not in ("fp32", "bf16", "fp16"):
@@ -138,7 +151,7 @@ def train_step(model, optimizer, x, y, precision, scaler=None):
     loss.backward()
     optimizer.step()
     return loss.item()
-''', HINTS["no_autocast"]),
+''', HINTS["no_autocast"], visible=True),
     Planted("ex04_train_step", "fp16 without the GradScaler", '''
 def train_step(model, optimizer, x, y, precision, scaler=None):
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
@@ -148,7 +161,7 @@ def train_step(model, optimizer, x, y, precision, scaler=None):
     loss.backward()
     optimizer.step()
     return loss.item()
-''', HINTS["scaler_unused"]),
+''', HINTS["scaler_unused"], visible=True),
     Planted("ex04_train_step", "scaled gradients passed to optimizer.step()", '''
 def train_step(model, optimizer, x, y, precision, scaler=None):
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
@@ -163,7 +176,7 @@ def train_step(model, optimizer, x, y, precision, scaler=None):
         loss.backward()
         optimizer.step()
     return loss.item()
-''', HINTS["scaled_grads"]),
+''', HINTS["scaled_grads"], visible=True),
     Planted("ex04_train_step", "scaler.update() forgotten", '''
 def train_step(model, optimizer, x, y, precision, scaler=None):
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
@@ -177,7 +190,7 @@ def train_step(model, optimizer, x, y, precision, scaler=None):
         loss.backward()
         optimizer.step()
     return loss.item()
-''', HINTS["scaler_update"]),
+''', HINTS["scaler_update"], visible=True),
     Planted("ex04_train_step", "no zero_grad between steps", '''
 def train_step(model, optimizer, x, y, precision, scaler=None):
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
@@ -191,5 +204,20 @@ def train_step(model, optimizer, x, y, precision, scaler=None):
         loss.backward()
         optimizer.step()
     return loss.item()
-''', HINTS["zero_grad_missing"]),
+''', HINTS["zero_grad_missing"], visible=True),
+    Planted("ex04_train_step", "unknown precisions trained as fp32", '''
+def train_step(model, optimizer, x, y, precision, scaler=None):
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    optimizer.zero_grad()
+    with torch.autocast(device_type=x.device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+        loss = F.cross_entropy(model(x), y)
+    if precision == "fp16":
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+''', HINTS["precision_unknown"], visible=True),
 ]

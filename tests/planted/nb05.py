@@ -10,111 +10,123 @@ def matmul_flops(a_shape, b_shape):
     *ab, m, k = a_shape
     *bb, _, n = b_shape
     return math.prod(torch.broadcast_shapes(tuple(ab), tuple(bb))) * m * k * n
-''', HINTS["multiply_add"]),
+''', HINTS["multiply_add"], visible=True),
     Planted("ex05_matmul_flops", "mn(2k-1): k multiplies and k-1 adds", '''
 def matmul_flops(a_shape, b_shape):
     *ab, m, k = a_shape
     *bb, _, n = b_shape
     return math.prod(torch.broadcast_shapes(tuple(ab), tuple(bb))) * m * n * (2 * k - 1)
-''', "mn(2k-1)"),
+''', HINTS["matmul_fma"], visible=True),
     Planted("ex05_matmul_flops", "batch dims forgotten", '''
 def matmul_flops(a_shape, b_shape):
     if a_shape[-1] != b_shape[-2]:
         raise ValueError("inner dims")
     return 2 * a_shape[-2] * a_shape[-1] * b_shape[-1]
-''', "忘了批维"),
+''', HINTS["matmul_batch"], visible=True),
     Planted("ex05_matmul_flops", "batch dims of the left operand only", '''
 def matmul_flops(a_shape, b_shape):
     if a_shape[-1] != b_shape[-2]:
         raise ValueError("inner dims")
     return 2 * math.prod(a_shape[:-2]) * a_shape[-2] * a_shape[-1] * b_shape[-1]
-''', "广播 (broadcasting)"),
+''', HINTS["matmul_broadcast"], visible=True),
     Planted("ex05_matmul_flops", "batch dims of both operands multiplied", '''
 def matmul_flops(a_shape, b_shape):
     if a_shape[-1] != b_shape[-2]:
         raise ValueError("inner dims")
     return 2 * math.prod(a_shape[:-2]) * math.prod(b_shape[:-2]) * a_shape[-2] * a_shape[-1] * b_shape[-1]
-''', "广播 (broadcasting)"),
+''', HINTS["matmul_broadcast"], visible=True),
     Planted("ex05_matmul_flops", "mismatched inner dimensions accepted", '''
 def matmul_flops(a_shape, b_shape):
     *ab, m, k = a_shape
     *bb, _, n = b_shape
     return 2 * math.prod(torch.broadcast_shapes(tuple(ab), tuple(bb))) * m * k * n
-''', "ValueError"),
+''', HINTS["matmul_inner"], visible=True),
+    Planted("ex05_matmul_flops", "tensors built to count their product", '''
+def matmul_flops(a_shape, b_shape):
+    if a_shape[-1] != b_shape[-2]:
+        raise ValueError("inner dims")
+    a, b = torch.empty(a_shape), torch.empty(b_shape)
+    return measure.count_flops(lambda: a @ b)
+''', HINTS["matmul_allocated"], visible=True),
+    Planted("ex05_matmul_flops", "torch's RuntimeError instead of a ValueError", '''
+def matmul_flops(a_shape, b_shape):
+    a, b = torch.empty(a_shape, device="meta"), torch.empty(b_shape, device="meta")
+    return measure.count_flops(lambda: a @ b)
+''', HINTS["matmul_inner"], visible=True),
     Planted("ex05_block_flops", "no 2 for the multiply-add", '''
 def block_flops(B, T, d):
     return {"qkv": 3 * B * T * d * d, "scores": B * T * T * d, "attn_v": B * T * T * d,
             "proj": B * T * d * d, "ffn": 8 * B * T * d * d}
-''', HINTS["multiply_add"]),
+''', HINTS["multiply_add"], visible=True),
     Planted("ex05_block_flops", "the lecture's (BT, d) x (d, BT) taken literally", '''
 def block_flops(B, T, d):
     return {"qkv": 6 * B * T * d * d, "scores": 2 * (B * T) ** 2 * d, "attn_v": 2 * (B * T) ** 2 * d,
             "proj": 2 * B * T * d * d, "ffn": 16 * B * T * d * d}
-''', "2B²T²d"),
+''', HINTS["attn_bt_literal"], visible=True),
     Planted("ex05_block_flops", "one projection instead of three for QKV", '''
 def block_flops(B, T, d):
     return {"qkv": 2 * B * T * d * d, "scores": 2 * B * T * T * d, "attn_v": 2 * B * T * T * d,
             "proj": 2 * B * T * d * d, "ffn": 16 * B * T * d * d}
-''', "三个投影"),
+''', HINTS["qkv_one_projection"], visible=True),
     Planted("ex05_block_flops", "one FFN matrix only", '''
 def block_flops(B, T, d):
     return {"qkv": 6 * B * T * d * d, "scores": 2 * B * T * T * d, "attn_v": 2 * B * T * T * d,
             "proj": 2 * B * T * d * d, "ffn": 8 * B * T * d * d}
-''', "FFN 有两个矩阵"),
+''', HINTS["ffn_one_matrix"], visible=True),
     Planted("ex05_block_flops", "T and d swapped in the attention scores", '''
 def block_flops(B, T, d):
     return {"qkv": 6 * B * T * d * d, "scores": 2 * B * T * d * d, "attn_v": 2 * B * T * d * d,
             "proj": 2 * B * T * d * d, "ffn": 16 * B * T * d * d}
-''', "随 T² 增长"),
+''', HINTS["scores_t_squared"], visible=True),
     Planted("ex05_block_flops", "floats instead of ints", '''
 def block_flops(B, T, d):
     return {"qkv": 6.0 * B * T * d * d, "scores": 2.0 * B * T * T * d, "attn_v": 2.0 * B * T * T * d,
             "proj": 2.0 * B * T * d * d, "ffn": 16.0 * B * T * d * d}
-''', "应返回 int"),
+''', "应返回 int，得到 float", visible=True),
     Planted("ex05_flops_per_token", "forward only", '''
 def flops_per_token(config, T, attention=True):
     d, L = config.d_model, config.n_layer
     ff = config.d_ff or 4 * d
     n = L * (4 * d * d + 2 * d * ff) + config.vocab_size * d
     return 2 * n + (4 * L * T * d if attention else 0)
-''', HINTS["forward_only"]),
+''', HINTS["forward_only"], visible=True),
     Planted("ex05_flops_per_token", "embedding tables counted in 6N", '''
 def flops_per_token(config, T, attention=True):
     d, L = config.d_model, config.n_layer
     ff = config.d_ff or 4 * d
     n = L * (4 * d * d + 2 * d * ff) + config.vocab_size * d + config.block_size * d
     return 6 * n + (12 * L * T * d if attention else 0)
-''', "embedding 是查表"),
+''', HINTS["six_n_embeddings"], visible=True),
     Planted("ex05_flops_per_token", "every parameter (embeddings, norms) counted in 6N", '''
 def flops_per_token(config, T, attention=True):
     with torch.device("meta"):
         n = sum(p.numel() for p in models.GPT(config).parameters())
     d, L = config.d_model, config.n_layer
     return 6 * n + (12 * L * T * d if attention else 0)
-''', "embedding 是查表"),
+''', HINTS["six_n_embeddings"], visible=True),
     Planted("ex05_flops_per_token", "lm_head left out", '''
 def flops_per_token(config, T, attention=True):
     d, L = config.d_model, config.n_layer
     ff = config.d_ff or 4 * d
     return 6 * L * (4 * d * d + 2 * d * ff) + (12 * L * T * d if attention else 0)
-''', "漏了 lm_head"),
+''', HINTS["six_n_lm_head"], visible=True),
     Planted("ex05_flops_per_token", "attention term always left out", '''
 def flops_per_token(config, T, attention=True):
     d, L = config.d_model, config.n_layer
     ff = config.d_ff or 4 * d
     return 6 * (L * (4 * d * d + 2 * d * ff) + config.vocab_size * d)
-''', "attention 项是每层 12·T·d"),
+''', HINTS["attention_term"], visible=True),
     Planted("ex05_flops_per_token", "block_size instead of T", '''
 def flops_per_token(config, T, attention=True):
     d, L = config.d_model, config.n_layer
     ff = config.d_ff or 4 * d
     n = L * (4 * d * d + 2 * d * ff) + config.vocab_size * d
     return 6 * n + (12 * L * config.block_size * d if attention else 0)
-''', "不是 config.block_size"),
+''', HINTS["attention_block_size"], visible=True),
     Planted("ex05_flops_per_token", "d_ff taken as 4d always", '''
 def flops_per_token(config, T, attention=True):
     d, L = config.d_model, config.n_layer
     n = L * 12 * d * d + config.vocab_size * d
     return 6 * n + (12 * L * T * d if attention else 0)
-''', "config.d_ff"),
+''', HINTS["d_ff_per_token"], visible=True),
 ]
