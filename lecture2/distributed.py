@@ -99,9 +99,10 @@ class Job:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} 应是正整数 (a positive int), 得到 {value!r}")
-        if not isinstance(self.timing, int) or self.timing < 0:
+        if not isinstance(self.timing, int) or isinstance(self.timing, bool) or self.timing < 0:
             raise ValueError(f"timing 应是 >= 0 的整数, 得到 {self.timing!r}")
-        if self.n_ranks is not None and (not isinstance(self.n_ranks, int) or self.n_ranks < 1):
+        if self.n_ranks is not None and (not isinstance(self.n_ranks, int) or isinstance(self.n_ranks, bool)
+                                         or self.n_ranks < 1):
             raise ValueError(f"n_ranks 应是正整数或 None, 得到 {self.n_ranks!r}")
         from .models import GPTConfig
 
@@ -356,7 +357,7 @@ class CollectiveLog:
 
         self.calls: list[dict] = []
         self.recording = False
-        self._depth = 0
+        self._local = threading.local()  # the nesting depth of recorded calls, per thread
         self._originals = []
         for name, (op, which) in _OPS.items():
             for module in (dist, c10d):
@@ -372,12 +373,13 @@ class CollectiveLog:
         log = self
 
         def recorded(*args, **kwargs):
-            if log._depth or not log.recording:
-                log._depth += 1
+            depth = getattr(log._local, "depth", 0)
+            if depth or not log.recording:
+                log._local.depth = depth + 1
                 try:
                     return fn(*args, **kwargs)
                 finally:
-                    log._depth -= 1
+                    log._local.depth = depth
             names = {"tensor": "tensor", "output": "output_tensor", "output_list": "tensor_list",
                      "input": "input", "input_list": "input_list"}
             arg = args[_POSITION[which]] if len(args) > _POSITION[which] else kwargs.get(names[which])
@@ -388,11 +390,11 @@ class CollectiveLog:
             log.calls.append({"op": op, "bytes": sum(t.numel() * t.element_size() for t in tensors),
                               "numel": sum(t.numel() for t in tensors),
                               "dtype": str(tensors[0].dtype).replace("torch.", "") if tensors else "?"})
-            log._depth += 1
+            log._local.depth = 1
             try:
                 return fn(*args, **kwargs)
             finally:
-                log._depth -= 1
+                log._local.depth = 0
 
         recorded.__name__ = getattr(fn, "__name__", "collective")
         recorded.__doc__ = fn.__doc__
