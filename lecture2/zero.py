@@ -166,6 +166,17 @@ class ZeroEngine:
     def _flat_gradient(self) -> torch.Tensor:
         """The full gradient as one flat tensor (stages 2-3: a temporary built from the .grad tensors)."""
         if self.flat_grads is not None:
+            # autograd accumulates into an existing .grad in place; should it ever hand back a new tensor,
+            # copy it into the flat buffer and make the parameter's .grad a view of the buffer again
+            offset = 0
+            base = self.flat_grads.untyped_storage().data_ptr()
+            for p in self.params:
+                view = self.flat_grads[offset:offset + p.numel()].view_as(p)
+                if p.grad is None or p.grad.untyped_storage().data_ptr() != base:
+                    if p.grad is not None:
+                        view.copy_(p.grad)
+                    p.grad = view
+                offset += p.numel()
             return self.flat_grads
         flat = torch.zeros(self.flat_params.numel(), dtype=self.flat_params.dtype, device=self.flat_params.device)
         offset = 0

@@ -136,6 +136,7 @@ def test_zero_engine_refuses_bad_input():
 
 
 def test_a_job_needing_more_ranks_than_the_group_is_refused():
+    """Is a job for 3 ranks refused by a 2-rank group before anything runs?"""
     with Group(2) as group:
         with pytest.raises(ValueError, match="rank"):
             group.run([Job("textbook", n_ranks=3)])
@@ -167,7 +168,9 @@ def test_torch_engines_on_a_live_group():
     assert max(sums) == pytest.approx(min(sums), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_timing_reports_step_compute_and_communication():
+    """With timing, does every rank report a step, its computation alone, its collectives alone, and FLOPs?"""
     [result] = distributed.run([Job("textbook", stage=3, timing=2)], n_ranks=2)
     for report in result.ranks:
         assert report["step_s"] > 0 and report["compute_s"] > 0 and report["comm_s"] > 0
@@ -189,6 +192,7 @@ def test_a_failing_rank_ends_the_group_with_its_traceback():
 
 
 def test_a_rank_dying_without_a_traceback_is_reported():
+    """A rank that dies outright (a crash, no traceback): is it named, with its exit code, and the group ended?"""
     group = Group(2)
     group.start()
     pgid = group._procs[0].pid
@@ -197,7 +201,9 @@ def test_a_rank_dying_without_a_traceback_is_reported():
     assert wait_gone(pgid)
 
 
+@pytest.mark.slow
 def test_a_hanging_group_times_out_and_is_killed():
+    """Does a run that outlasts the timeout end with DistributedError and no process left?"""
     group = Group(2)
     group.start()
     group.timeout = 3  # for the run only: starting takes longer on a loaded machine
@@ -264,7 +270,7 @@ def test_runs_in_the_graders_sandbox(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(distributed.default_backend(2) != "nccl", reason="needs 2 CUDA GPUs and NCCL")
 def test_nccl_group_on_two_gpus():
-    """On 2 GPUs: the same bytes per rank (and the CUDA allocator agrees within its rounding) over NCCL."""
+    """On 2 GPUs over NCCL: the same bytes per rank as on gloo, no wire bytes, and the allocator's figure reported."""
     [ddp, stage3] = distributed.run([Job("ddp"), Job("textbook", stage=3)], n_ranks=2, backend="nccl")
     n_params = ddp.ranks[0]["n_params"]
     assert ddp.held("total") == [16 * n_params] * 2
