@@ -290,20 +290,38 @@ class Group:
         folder = Path(self._dir.name)
         deadline = time.monotonic() + self.timeout
         while not all(f.exists() for f in files):
-            for rank in range(self.n_ranks):
-                if (folder / f"error-{rank}.txt").exists():
-                    raise self._failure(rank, what)
-            for p in self._procs:
-                if p.poll() is not None:
-                    time.sleep(0.2)  # let a failing rank finish writing its traceback
-                    failed = [r for r in range(self.n_ranks) if (folder / f"error-{r}.txt").exists()]
-                    raise self._failure(failed[0] if failed else self._procs.index(p), what, p.returncode)
+            exited = next((p for p in self._procs if p.poll() is not None), None)
+            if exited is not None or any((folder / f"error-{r}.txt").exists() for r in range(self.n_ranks)):
+                self._settle(exited)  # the other ranks notice too: let every report be written
+                raise self._failure(self._first_cause(), what, exited.returncode if exited else None)
             if time.monotonic() > deadline:
                 message = self._tails()
                 self.close(kill=True)
                 raise DistributedError(f"进程组 (process group) 在 {self.timeout:.0f} s 内没有完成 {what} "
                                        f"(timed out); 进程已结束 (workers killed)。\n{message}")
             time.sleep(_POLL_S)
+
+    def _settle(self, exited: subprocess.Popen | None, seconds: float = 1.5) -> None:
+        """Wait (at most `seconds`) until rank 0 has exited or no new error report has come for 0.3 s."""
+        folder = Path(self._dir.name)
+        deadline, quiet_since, seen = time.monotonic() + seconds, time.monotonic(), -1
+        while time.monotonic() < deadline:
+            reports = len(list(folder.glob("error-*.txt")))
+            if reports != seen:
+                seen, quiet_since = reports, time.monotonic()
+            if all(p.poll() is not None for p in self._procs) or time.monotonic() - quiet_since > 0.3:
+                return
+            time.sleep(_POLL_S)
+
+    def _first_cause(self) -> int:
+        """The rank whose failure came first: a rank that only lost its peer ("connection closed") is a follower."""
+        folder = Path(self._dir.name)
+        failed = [r for r in range(self.n_ranks) if (folder / f"error-{r}.txt").exists()]
+        followers = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "aborted")
+        causes = [r for r in failed if not any(m in (folder / f"error-{r}.txt").read_text(encoding="utf-8",
+                                                                                          errors="replace")
+                                               for m in followers)]
+        return (causes or failed or [0])[0]
 
     def _failure(self, rank: int, what: str, code: int | None = None) -> DistributedError:
         folder = Path(self._dir.name)
@@ -695,6 +713,7 @@ def _worker(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     folder = Path(args.dir)
     rank = args.rank
+    reaper = None
     try:
         import warnings
 
@@ -719,12 +738,15 @@ def _worker(argv: list[str]) -> int:
                     break
                 children[pid] = r
             if rank == 0 and children:
-                threading.Thread(target=_reap, args=(children, folder), daemon=True).start()
+                reaper = threading.Thread(target=_reap, args=(children, folder), daemon=True)
+                reaper.start()
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
         code = _serve(args, rank, folder)
     except BaseException:
         _write_atomic(folder / f"error-{rank}.txt", traceback.format_exc())
         code = 1
+        if reaper is not None:  # a forked rank that died first is the cause: let the reaper report it
+            reaper.join(timeout=0.5)
     # leave at once: a forked rank must not return into the interpreter it was copied from, and no rank
     # needs the seconds of interpreter teardown that torch costs
     sys.stdout.flush()
