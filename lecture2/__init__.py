@@ -11,7 +11,13 @@ Modules, one job each:
     plots     the figures the notebooks share
     profile   a device profile (matmul FLOP/s, bandwidth, predictions vs measurements) and the shipped ones
     reference the shipped profiles beside the student's own run (notebooks 01, 05-08): tables and plots
+    distributed  a live torch.distributed process group started from a notebook (notebook 10): bytes held
+              and collectives issued per rank under DDP, ZeroRedundancyOptimizer, FSDP2 and lecture2.zero
+    zero      the paper's ZeRO stages 0-3 written out on flat buffers (run by lecture2.distributed's workers)
     cli       `python -m lecture2 ...`
+
+distributed and zero are imported on use (`from lecture2 import distributed`), not here: `import lecture2`
+stays light, and `python -m lecture2.distributed` (a worker) starts clean.
 """
 from . import checks, estimate, fmt, hardware, measure, models, training_state
 

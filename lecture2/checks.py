@@ -152,6 +152,18 @@ HINTS: dict[str, str] = {
     "attention_term": "attention 项是每层 12·T·d (PaLM: 12·L·H·Q·T，H·Q = d)：attention=True 时加上，attention=False 时不加。",
     "attention_block_size": "attention 项用的是实际序列长度 T，不是 config.block_size (位置 embedding 的行数)。",
     "d_ff_per_token": "FFN 的宽度是 config.d_ff (为 None 时才是 4d)：每层 4d² + 2·d·d_ff。",
+    # notebook 10: sharding (ZeRO, FSDP) and communication
+    "zero2_params": "ZeRO-2 (stage 2) 不切参数：它只切优化器状态和梯度，每个 rank 仍持有完整的参数；连参数也切的是 stage 3 (ZeRO-3 / FSDP)。",
+    "zero1_optimizer_whole": "ZeRO-1 (stage 1) 切的正是优化器状态：每个 rank 只存自己那 1/n 份 (ceil(N/n) 个参数) 的 master、m、v，不是完整的一份。",
+    "zero1_grads": "ZeRO-1 (stage 1) 不切梯度：每个 rank 仍持有完整的梯度 (N 个)；切梯度的是 stage 2。",
+    "zero3_all_parts": "ZeRO-3 (stage 3) 把参数、梯度和优化器状态三样都切成 n 份：每个 rank 每样只存 ceil(N/n) 个参数的。",
+    "shard_ceil": "N 不能被 n 整除时，每个 rank 的分片是 ceil(N/n) 个元素 (最后一片补零，padding)：向上取整，不是 N // n。",
+    "ring_n_minus_1": "差了 n/(n-1) 倍：ring 算法里每个 rank 只发送 (n-1)/n 份数据 (自己那一份不用发)：all-reduce 发 2(n-1)/n × S，all-gather 和 reduce-scatter 各发 (n-1)/n × S。",
+    "allgather_twice": "ZeRO-3 每步 all-gather 参数两次 (前向一次；前向之后参数被释放，反向前再 gather 一次)，加上梯度的 reduce-scatter：3(n-1)/n × 参数字节，不是 2(n-1)/n。",
+    "allreduce_two_phases": "all-reduce = reduce-scatter + all-gather：每个 rank 发送 2(n-1)/n × S，不是 (n-1)/n × S。",
+    "comm_per_rank": "差了 n 倍：要的是每个 rank 发送的字节数，不是所有 rank 加起来的总数。",
+    "zero1_allreduce": "这是 PyTorch 的 ZeroRedundancyOptimizer 的做法 (DDP 的 all-reduce + 参数 broadcast = 3(n-1)/n)；论文的 ZeRO-1 用 reduce-scatter 梯度 + all-gather 参数，和 DDP 一样是 2(n-1)/n。",
+    "replicated_floor": "ZeRO-1/2 里有一部分 (ZeRO-1 的参数和梯度，ZeRO-2 的参数) 每个 rank 都存完整的一份，不会随 n 变小：只有切开的部分除以 n。这部分本身放不下时，多少张卡都不够，应返回 None。",
 }
 
 

@@ -7,7 +7,7 @@
 Example (the lecture's §6: a 7B model on 2T tokens on 256 H100 at 40% MFU, $2.5 per GPU-hour):
 
     python -m lecture2 estimate --params 7e9 --tokens 2e12 --gpu h100-sxm --gpus 256 --mfu 0.4 \\
-        --usd-per-gpu-hour 2.5 [--json]
+        --usd-per-gpu-hour 2.5 [--shard zero3] [--json]
 """
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def _run_estimate(args: argparse.Namespace, peak: float) -> dict:
     usd = estimate.cost_usd(hours, args.usd_per_gpu_hour)
     memory = {name: {"bytes_per_param": r.bytes_per_param,
                      "total_bytes": estimate.training_memory_bytes(args.params, r),
-                     "per_gpu_bytes_sharded": estimate.training_memory_bytes(args.params, r) / args.gpus}
+                     "per_gpu": estimate.sharded_memory_bytes(args.params, args.gpus, args.shard, r)}
               for name, r in estimate.MEMORY_RECIPES.items()}
     return {
         "n_params": args.params, "n_tokens": args.tokens, "gpu": args.gpu.name, "n_gpus": args.gpus,
@@ -132,7 +132,7 @@ def _run_estimate(args: argparse.Namespace, peak: float) -> dict:
         "days": seconds / estimate.SECONDS_PER_DAY, "gpu_hours": hours,
         "usd_per_gpu_hour": args.usd_per_gpu_hour, "cost_usd": usd,
         "cost_per_1k_tokens_usd": estimate.cost_per_1k_tokens_usd(usd, args.tokens),
-        "gpu_memory_bytes": args.gpu.memory_bytes, "memory": memory,
+        "gpu_memory_bytes": args.gpu.memory_bytes, "shard": args.shard, "memory": memory,
     }
 
 
@@ -160,13 +160,25 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     print(f"              one run only: with tuning, failures and evaluation, budget 2-5x "
           f"({_usd(2 * r['cost_usd'])} to {_usd(5 * r['cost_usd'])})")
     print("Memory for weights, gradients and optimizer states (activations not included):")
-    print(f"  {'recipe':<29}{'bytes/param':>11}{'total':>12}   per GPU if sharded over {args.gpus} (ZeRO-3/FSDP)")
+    print(f"  per GPU with --shard {args.shard} over {args.gpus} GPUs: {_SHARD_WORDS[args.shard]}")
+    print(f"  {'recipe':<29}{'bytes/param':>11}{'total':>10} |{'weights':>11}{'gradients':>11}{'optimizer':>11}"
+          f"{'per GPU':>11}")
     for name, m in r["memory"].items():
-        per_gpu = m["per_gpu_bytes_sharded"]
-        fits = "fits" if per_gpu <= g.memory_bytes else "does not fit"
-        print(f"  {name:<29}{m['bytes_per_param']:>11}{fmt.format_bytes(m['total_bytes'], digits=1):>12}"
-              f"   {fmt.format_bytes(per_gpu)} ({fits} in {fmt.format_bytes(g.memory_bytes, digits=0)})")
+        per = m["per_gpu"]
+        fits = "fits" if per["total"] <= g.memory_bytes else "does not fit"
+        print(f"  {name:<29}{m['bytes_per_param']:>11}{fmt.format_bytes(m['total_bytes'], digits=1):>10} |"
+              + "".join(f"{fmt.format_bytes(per[k]) if per[k] else '0 B':>11}"
+                        for k in ("weights", "gradients", "optimizer", "total"))
+              + f"  {fits} in {fmt.format_bytes(g.memory_bytes, digits=0)}")
     return 0
+
+
+_SHARD_WORDS = {  # Rajbhandari et al. 2020 (ZeRO); see lecture2.estimate.SHARD_STAGES
+    "none": "plain data parallelism (DDP), every GPU holds everything",
+    "zero1": "ZeRO-1, optimizer states divided among the GPUs",
+    "zero2": "ZeRO-2, optimizer states and gradients divided",
+    "zero3": "ZeRO-3 / FSDP, optimizer states, gradients and weights divided",
+}
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -196,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         "estimate", help="FLOPs, time, GPU-hours, cost and memory of a training run",
         description="Time = 6*N*D / (GPUs x dense peak x MFU); cost = time x GPUs x price (lecture 2, section 6).",
         epilog="example: python -m lecture2 estimate --params 7e9 --tokens 2e12 --gpu h100-sxm --gpus 256 "
-               "--mfu 0.4 --usd-per-gpu-hour 2.5")
+               "--mfu 0.4 --usd-per-gpu-hour 2.5 --shard zero3")
     est.add_argument("--params", type=_number("--params"), required=True, metavar="N",
                      help="model parameters, e.g. 7e9")
     est.add_argument("--tokens", type=_number("--tokens"), required=True, metavar="D",
@@ -211,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
                      metavar="USD", help="price of one GPU for one hour (default 2.5, the lecture's H100 price)")
     est.add_argument("--dtype", choices=hardware.DTYPES, default="bf16",
                      help="the peak column of the table (default bf16)")
+    est.add_argument("--shard", choices=list(estimate.SHARD_STAGES), default="zero3",
+                     help="how the training state is divided among the GPUs for the per-GPU memory: none (DDP), "
+                          "zero1 (optimizer states), zero2 (+ gradients), zero3 (+ weights, FSDP; the default)")
     est.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     est.set_defaults(func=cmd_estimate, parser=est)
     prof = sub.add_parser(

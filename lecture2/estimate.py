@@ -6,6 +6,8 @@ GPU-hours, US dollars, bytes. Nothing here measures anything; `python -m lecture
     total FLOPs   = 6 * N * D                       (N parameters, D training tokens; lecture §3.2)
     time (s)      = total FLOPs / (GPUs * peak FLOP/s * MFU)   (lecture §6.1)
     cost (USD)    = time (h) * GPUs * USD per GPU-hour          (lecture §6.3)
+    bytes per GPU = weights + gradients + optimizer states, each divided by the GPUs that share it
+                    (ZeRO stages, Rajbhandari et al. 2020; notebook 10)
 """
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ import math
 import numbers
 from dataclasses import dataclass
 
-__all__ = ["MEMORY_RECIPES", "MemoryRecipe", "SECONDS_PER_DAY", "SECONDS_PER_HOUR", "cost_per_1k_tokens_usd",
-           "cost_usd", "gpu_hours", "training_flops", "training_memory_bytes", "training_seconds"]
+__all__ = ["MEMORY_RECIPES", "MemoryRecipe", "SECONDS_PER_DAY", "SECONDS_PER_HOUR", "SHARD_STAGES",
+           "cost_per_1k_tokens_usd", "cost_usd", "gpu_hours", "sharded_memory_bytes", "training_flops",
+           "training_memory_bytes", "training_seconds"]
 
 SECONDS_PER_HOUR = 3600
 SECONDS_PER_DAY = 24 * SECONDS_PER_HOUR
@@ -96,11 +99,50 @@ MEMORY_RECIPES: dict[str, MemoryRecipe] = {r.name: r for r in [
 # fmt: on
 
 
+def _recipe(recipe: str | MemoryRecipe) -> MemoryRecipe:
+    if isinstance(recipe, MemoryRecipe):
+        return recipe
+    if recipe not in MEMORY_RECIPES:
+        raise KeyError(f"未知的 recipe {recipe!r}; known: {', '.join(MEMORY_RECIPES)}")
+    return MEMORY_RECIPES[recipe]
+
+
 def training_memory_bytes(n_params: float, recipe: str | MemoryRecipe = "bf16 mixed Adam") -> float:
     """Bytes of weights + gradients + optimizer states for `n_params` parameters under `recipe`
     (a name of MEMORY_RECIPES). Activations, buffers and fragmentation are not included."""
-    if isinstance(recipe, str):
-        if recipe not in MEMORY_RECIPES:
-            raise KeyError(f"未知的 recipe {recipe!r}; known: {', '.join(MEMORY_RECIPES)}")
-        recipe = MEMORY_RECIPES[recipe]
-    return _positive(n_params, "n_params") * recipe.bytes_per_param
+    return _positive(n_params, "n_params") * _recipe(recipe).bytes_per_param
+
+
+# which parts each ZeRO stage divides among the GPUs (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations
+# Toward Training Trillion Parameter Models", §5: P_os, P_os+g, P_os+g+p); "none" is plain data parallelism
+SHARD_STAGES: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "zero1": ("optimizer",),
+    "zero2": ("optimizer", "gradients"),
+    "zero3": ("optimizer", "gradients", "weights"),
+}
+
+
+def sharded_memory_bytes(n_params: float, n_gpus: int, shard: str = "zero3",
+                         recipe: str | MemoryRecipe = "bf16 mixed Adam") -> dict[str, float]:
+    """Bytes per GPU of weights, gradients and optimizer states when `n_gpus` data-parallel GPUs train
+    `n_params` parameters under `recipe`, sharded as `shard` (a key of SHARD_STAGES):
+
+        none   every GPU holds all of it          (2 + 2 + 12 = 16 bytes/param for the lecture's recipe)
+        zero1  optimizer states / n               (4 + 12/n)
+        zero2  + gradients / n                    (2 + 14/n)
+        zero3  + weights / n  (FSDP)              (16/n: 7B over 256 GPUs -> 437.5 MB)
+
+    Returns {"weights", "gradients", "optimizer", "total"} in bytes (floats: an even split, no padding).
+    Activations, communication buffers and fragmentation are not included.
+    """
+    n = _positive(n_params, "n_params")
+    if not isinstance(n_gpus, numbers.Integral) or isinstance(n_gpus, bool) or n_gpus < 1:
+        raise ValueError(f"n_gpus 应是正整数 (a positive int), 得到 {n_gpus!r}")
+    if shard not in SHARD_STAGES:
+        raise ValueError(f"未知的 shard {shard!r}; known: {', '.join(SHARD_STAGES)}")
+    r = _recipe(recipe)
+    parts = {"weights": r.weights * n, "gradients": r.gradients * n, "optimizer": r.optimizer * n}
+    per_gpu = {k: v / n_gpus if k in SHARD_STAGES[shard] else v for k, v in parts.items()}
+    per_gpu["total"] = sum(per_gpu.values())
+    return per_gpu

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["dtype_ranges"]
+__all__ = ["bytes_per_rank", "dtype_ranges"]
+
+
+def matplotlib_ticker():
+    import matplotlib.ticker
+
+    return matplotlib.ticker
 
 
 def _pyplot():
@@ -39,5 +45,33 @@ def dtype_ranges(dtypes: Sequence[torch.dtype] = (torch.float32, torch.bfloat16,
     ax_eps.set_xlabel("precision: -log2(eps)  (bits)")
     ax_range.set_title("range")
     ax_eps.set_title("precision")
+    fig.tight_layout()
+    return fig
+
+
+def bytes_per_rank(predicted: dict[str, tuple[Sequence[float], Sequence[float]]],
+                   measured: dict[str, tuple[Sequence[float], Sequence[float]]],
+                   ylabel: str = "bytes per parameter per rank", title: str | None = None):
+    """Bytes each rank holds against the number of ranks (notebook 10): for each label (e.g. a ZeRO stage) a
+    predicted line and measured points, both given as (ranks, values) in the caller's units; log-log axes."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, (ranks, values)) in enumerate(predicted.items()):
+        color = colors[i % len(colors)]
+        ax.plot(ranks, values, "-", color=color, label=f"{label} (predicted)")
+        if label in measured:
+            ax.plot(*measured[label], "o", color=color, markersize=7, markerfacecolor="none", markeredgewidth=2,
+                    label=f"{label} (measured)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    for axis in (ax.xaxis, ax.yaxis):  # 1, 2, 4, ... and 0.0625 rather than 2^k
+        axis.set_major_formatter(matplotlib_ticker().FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("ranks (GPUs) n")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     return fig

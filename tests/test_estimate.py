@@ -141,3 +141,71 @@ def test_module_entry_point_estimate():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["cost_usd"] == pytest.approx(147_395.7, abs=0.1)
+
+
+def test_zero3_over_256_gpus_is_437_5_mb():
+    """Does ZeRO-3 / FSDP divide the lecture's 7B x 16 B/param over 256 GPUs into 437.5 MB each (Rajbhandari et al. 2020)?"""
+    per_gpu = estimate.sharded_memory_bytes(7e9, 256, "zero3", "bf16 mixed Adam")
+    assert per_gpu["total"] == pytest.approx(437.5e6, rel=1e-12)
+    assert per_gpu == pytest.approx({"weights": 2 * 7e9 / 256, "gradients": 2 * 7e9 / 256,
+                                     "optimizer": 12 * 7e9 / 256, "total": 437.5e6})
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 64, 1024])
+def test_zero_stages_bytes_per_param(n):
+    """Are the stages 16, 4 + 12/n, 2 + 14/n and 16/n bytes per parameter for the 2 + 2 + 12 recipe?"""
+    per = {s: estimate.sharded_memory_bytes(1, n, s)["total"] for s in estimate.SHARD_STAGES}
+    assert per["none"] == 16
+    assert per["zero1"] == pytest.approx(4 + 12 / n)
+    assert per["zero2"] == pytest.approx(2 + 14 / n)
+    assert per["zero3"] == pytest.approx(16 / n)
+
+
+def test_sharding_applies_to_every_recipe():
+    """Do fp32 Adam (4 + 4 + 8) and the 18N recipe (2 + 4 + 12) shard their own parts?"""
+    fp32 = estimate.sharded_memory_bytes(1e9, 4, "zero2", "fp32 Adam")
+    assert (fp32["weights"], fp32["gradients"], fp32["optimizer"]) == (4e9, 1e9, 2e9)
+    fp32_grads = estimate.sharded_memory_bytes(1e9, 4, "zero1", "bf16 mixed Adam, fp32 grads")
+    assert (fp32_grads["weights"], fp32_grads["gradients"], fp32_grads["optimizer"]) == (2e9, 4e9, 3e9)
+    assert estimate.sharded_memory_bytes(1e9, 4, "zero3", "bf16 SGD")["optimizer"] == 0
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: estimate.sharded_memory_bytes(7e9, 0), ValueError),
+    (lambda: estimate.sharded_memory_bytes(7e9, 2.5), ValueError),
+    (lambda: estimate.sharded_memory_bytes(7e9, True), ValueError),
+    (lambda: estimate.sharded_memory_bytes(-7e9, 8), ValueError),
+    (lambda: estimate.sharded_memory_bytes(7e9, 8, "zero4"), ValueError),
+    (lambda: estimate.sharded_memory_bytes(7e9, 8, "zero3", "lion"), KeyError),
+])
+def test_sharded_memory_refuses_bad_input(call, error):
+    """Do zero or fractional GPU counts, a negative N, an unknown stage or recipe raise with a message?"""
+    with pytest.raises(error, match="n_gpus|n_params|shard|recipe"):
+        call()
+
+
+def test_cli_shard_prints_per_gpu_parts(capsys):
+    """Does `--shard zero1` print weights, gradients and optimizer per GPU (the lecture's run: 14 GB + 14 GB + 84/256 GB)?"""
+    assert cli.main(LECTURE + ["--shard", "zero1"]) == 0
+    out = capsys.readouterr().out
+    assert "--shard zero1 over 256 GPUs" in out
+    row = next(line for line in out.splitlines() if line.strip().startswith("bf16 mixed Adam ") and "|" in line)
+    assert "14.00 GB" in row and "328.12 MB" in row and "28.33 GB" in row  # 2N + 2N + 12N/256
+
+
+def test_cli_shard_json_keys(capsys):
+    """Does --json carry the stage and, per recipe, per_gpu {weights, gradients, optimizer, total}?"""
+    assert cli.main(LECTURE + ["--shard", "zero2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["shard"] == "zero2"
+    per = data["memory"]["bf16 mixed Adam"]["per_gpu"]
+    assert set(per) == {"weights", "gradients", "optimizer", "total"}
+    assert per["total"] == pytest.approx((2 + 14 / 256) * 7e9)
+
+
+def test_cli_default_shard_is_zero3(capsys):
+    """Without --shard, is the per-GPU column ZeRO-3 / FSDP (437.5 MB for the lecture's run)?"""
+    assert cli.main(LECTURE + ["--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["shard"] == "zero3"
+    assert data["memory"]["bf16 mixed Adam"]["per_gpu"]["total"] == pytest.approx(437.5e6)

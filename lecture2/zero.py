@@ -1,0 +1,247 @@
+"""ZeRO as Rajbhandari et al. (2020) state it, written out on flat buffers: a textbook engine for notebook 10.
+
+Stage 0 is plain data parallelism; stage 1 shards the optimizer states, stage 2 also the gradients,
+stage 3 also the parameters. PyTorch ships stage 1 (`ZeroRedundancyOptimizer`, sharded by whole
+parameter tensors) and stage 3 (FSDP2 `fully_shard`), but no engine that holds stage 2's state between
+steps (full parameters, sharded gradients). This one holds exactly what the paper counts, for every
+recipe of notebook 06, and issues exactly the paper's collectives, so that each byte and each collective
+can be predicted. It runs inside a process of a live group (`lecture2.distributed` starts it).
+
+Layout: the model's parameters are views into one flat buffer of the model dtype. For stages 1-3 it is
+padded to n * s elements, s = ceil(N / n), so that it splits into n equal shards: rank r owns elements
+[r*s, (r+1)*s). (With N divisible by n there is no padding.) Stage 0 keeps N elements.
+
+Held between steps, per rank (p: bytes of the model dtype; N elements full, s per shard):
+
+    stage   parameters   gradients   optimizer states (Adam: m, v; mixed precision: + fp32 master)
+    0       N p          N p         full
+    1       N p          N p         shard
+    2       N p          s p         shard
+    3       s p          s p         shard
+
+Collectives per step (all in the model dtype):
+
+    stage 0   all_reduce(gradients)
+    stage 1   reduce_scatter(gradients), all_gather(updated parameters)   (the full gradient stays allocated)
+    stage 2   reduce_scatter(gradients), all_gather(updated parameters)   (the full gradient is freed)
+    stage 3   all_gather(parameters) for forward, again for backward, reduce_scatter(gradients)
+
+Simplifications, stated: the whole model is one unit (FSDP gathers one block at a time, which bounds the
+peak; the bytes between steps and per step are the same), and stages 2-3 reduce the gradients after the
+backward pass rather than bucket by bucket during it (that changes the peak, not the bytes between steps).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["RECIPES", "Optimizer", "ZeroEngine"]
+
+# recipe -> (model dtype, optimizer, keeps an fp32 master copy): notebook 06's recipes
+RECIPES: dict[str, tuple[torch.dtype, str, bool]] = {
+    "fp32_adam": (torch.float32, "adam", False),  # 4 + 4 + 8 bytes/param
+    "bf16_mixed_adam": (torch.bfloat16, "adam", True),  # 2 + 2 + 12: the lecture's recipe
+    "sgd": (torch.float32, "sgd", False),  # 4 + 4 + 0
+    "sgd_momentum": (torch.float32, "sgd_momentum", False),  # 4 + 4 + 4
+    "bf16_sgd": (torch.bfloat16, "sgd", False),  # 2 + 2 + 0: the lecture's "4N"
+}
+
+
+class Optimizer:
+    """Adam (with torch.optim.Adam's defaults and arithmetic) or SGD (momentum 0 or 0.9), written out on a
+    list of tensors. Its state is exactly Adam's m and v, or the momentum buffer: the step count is a
+    Python int, not a tensor. (torch.optim would also do, but its first use imports torch._dynamo, seconds
+    of CPU in every rank.)"""
+
+    def __init__(self, params: list[torch.Tensor], kind: str, lr: float = 1e-3, betas=(0.9, 0.999),
+                 eps: float = 1e-8, momentum: float = 0.9):
+        if kind not in ("adam", "sgd", "sgd_momentum"):
+            raise ValueError(f"optimizer 应是 'adam', 'sgd' 或 'sgd_momentum', 得到 {kind!r}")
+        self.params, self.kind, self.lr, self.betas, self.eps, self.momentum = list(params), kind, lr, betas, eps, momentum
+        self.t = 0
+        zeros = [torch.zeros_like(p) for p in self.params]
+        if kind == "adam":
+            self.state = {"exp_avg": zeros, "exp_avg_sq": [torch.zeros_like(p) for p in self.params]}
+        elif kind == "sgd_momentum":
+            self.state = {"momentum_buffer": zeros}
+        else:
+            self.state = {}
+
+    @torch.no_grad()
+    def step(self, grads: list[torch.Tensor]) -> None:
+        """Update every parameter in place with its gradient (same order as `params`)."""
+        self.t += 1
+        b1, b2 = self.betas
+        for i, (p, g) in enumerate(zip(self.params, grads)):
+            if self.kind == "adam":
+                m, v = self.state["exp_avg"][i], self.state["exp_avg_sq"][i]
+                m.lerp_(g, 1 - b1)  # m = b1 m + (1 - b1) g
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)  # v = b2 v + (1 - b2) g^2
+                denom = (v.sqrt() / math.sqrt(1 - b2**self.t)).add_(self.eps)
+                p.addcdiv_(m, denom, value=-self.lr / (1 - b1**self.t))
+            elif self.kind == "sgd_momentum":
+                buf = self.state["momentum_buffer"][i]
+                buf.mul_(self.momentum).add_(g)
+                p.add_(buf, alpha=-self.lr)
+            else:
+                p.add_(g, alpha=-self.lr)
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every state tensor (m and v, or the momentum buffers)."""
+        return [t for ts in self.state.values() for t in ts]
+
+
+def _free(t: torch.Tensor) -> None:
+    t.untyped_storage().resize_(0)  # the tensor object (and every view of it) stays; its bytes go
+
+
+def _allocate(t: torch.Tensor) -> None:
+    t.untyped_storage().resize_(t.numel() * t.element_size())
+
+
+class ZeroEngine:
+    """Train `model` with ZeRO stage `stage` (0-3) under `recipe` (a key of RECIPES) on `group`.
+
+    `step(loss_fn)` runs one training step: `loss_fn()` must run the model's forward pass and return the
+    loss. `held()` names the tensors held between steps, by part; `full_parameters()` gathers the
+    parameters (a collective: every rank must call it).
+    """
+
+    def __init__(self, model: torch.nn.Module, stage: int, recipe: str = "fp32_adam", lr: float = 1e-3,
+                 group: dist.ProcessGroup | None = None):
+        if stage not in (0, 1, 2, 3):
+            raise ValueError(f"ZeRO stage 应是 0, 1, 2 或 3, 得到 {stage!r}")
+        if recipe not in RECIPES:
+            raise ValueError(f"未知的 recipe {recipe!r}; known: {', '.join(RECIPES)}")
+        self.stage, self.recipe, self.group = stage, recipe, group
+        self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
+        dtype, optimizer, mixed = RECIPES[recipe]
+        self.model = model.to(dtype)
+        self.params = list(dict.fromkeys(model.parameters()))  # a tied weight once
+        self.n_params = sum(p.numel() for p in self.params)
+        n = self.n_params
+        self.shard = n if stage == 0 else math.ceil(n / self.world)  # elements this rank updates
+        total = n if stage == 0 else self.shard * self.world
+        self.lo = 0 if stage == 0 else self.rank * self.shard
+
+        # one flat buffer; the parameters become views of it (their own version counters stay untouched)
+        self.flat_params = torch.zeros(total, dtype=dtype, device=self.params[0].device)
+        offset = 0
+        for p in self.params:
+            self.flat_params[offset:offset + p.numel()].copy_(p.detach().reshape(-1))
+            p.data = self.flat_params[offset:offset + p.numel()].view_as(p)
+            offset += p.numel()
+        own = self.flat_params[self.lo:self.lo + self.shard]
+        if stage == 3:
+            self.param_shard = own.clone()  # the only copy held between steps
+            _free(self.flat_params)
+        else:
+            self.param_shard = own  # a view: no extra bytes
+
+        self.flat_grads = None  # stages 0-1: a full gradient buffer, the .grad of each parameter a view of it
+        self.grad_shard = None  # stages 2-3: only this rank's reduced shard
+        if stage <= 1:
+            self.flat_grads = torch.zeros_like(self.flat_params)
+            offset = 0
+            for p in self.params:
+                p.grad = self.flat_grads[offset:offset + p.numel()].view_as(p)
+                offset += p.numel()
+        else:
+            self.grad_shard = torch.zeros_like(self.param_shard)
+
+        # the optimizer updates this rank's shard: in place, or through an fp32 master copy (mixed precision)
+        self.mixed = mixed
+        self.master = self.param_shard.float() if mixed else self.param_shard  # a copy (4 bytes/param) or an alias
+        self.optimizer = Optimizer([self.master], optimizer, lr=lr)
+
+    # --- the collectives, each on the flat buffers ---------------------------------------------------
+    def _gather_params(self) -> None:
+        if self.stage == 3:
+            _allocate(self.flat_params)
+        dist.all_gather_single(self.flat_params, self.param_shard.clone() if self.stage < 3 else self.param_shard,
+                               group=self.group)
+
+    def _flat_gradient(self) -> torch.Tensor:
+        """The full gradient as one flat tensor (stages 2-3: a temporary built from the .grad tensors)."""
+        if self.flat_grads is not None:
+            # autograd accumulates into an existing .grad in place; should it ever hand back a new tensor,
+            # copy it into the flat buffer and make the parameter's .grad a view of the buffer again
+            offset = 0
+            base = self.flat_grads.untyped_storage().data_ptr()
+            for p in self.params:
+                view = self.flat_grads[offset:offset + p.numel()].view_as(p)
+                if p.grad is None or p.grad.untyped_storage().data_ptr() != base:
+                    if p.grad is not None:
+                        view.copy_(p.grad)
+                    p.grad = view
+                offset += p.numel()
+            return self.flat_grads
+        flat = torch.zeros(self.flat_params.numel(), dtype=self.flat_params.dtype, device=self.flat_params.device)
+        offset = 0
+        for p in self.params:
+            if p.grad is not None:
+                flat[offset:offset + p.numel()].copy_(p.grad.reshape(-1))
+            offset += p.numel()
+            p.grad = None  # the full gradient is not kept (stages 2-3)
+        return flat
+
+    def step(self, loss_fn) -> float:
+        """One training step; returns the loss (a float)."""
+        if self.flat_grads is not None:
+            self.flat_grads.zero_()
+        if self.stage == 3:
+            self._gather_params()  # all-gather #1: the parameters for the forward pass
+        loss = loss_fn()
+        if self.stage == 3:
+            # FSDP frees a unit's full parameters after its forward and gathers them again for its backward:
+            # with the whole model as one unit the two happen back to back
+            _free(self.flat_params)
+            self._gather_params()  # all-gather #2: the parameters for the backward pass
+        loss.backward()
+        if self.stage == 3:
+            _free(self.flat_params)
+
+        grads = self._flat_gradient()
+        if self.stage == 0:
+            dist.all_reduce(grads, group=self.group)
+            own_grad = grads
+        else:
+            reduced = torch.empty_like(self.param_shard) if self.grad_shard is None else self.grad_shard
+            dist.reduce_scatter_single(reduced, grads, group=self.group)
+            if self.flat_grads is not None:  # stage 1: the reduced shard goes back into the full buffer
+                self.flat_grads[self.lo:self.lo + self.shard].copy_(reduced)
+                own_grad = self.flat_grads[self.lo:self.lo + self.shard]
+            else:
+                own_grad = reduced
+            del grads
+        own_grad.div_(self.world)  # the mean over ranks, as DDP takes it
+
+        self.optimizer.step([own_grad.float() if self.mixed else own_grad])  # an fp32 copy (mixed) is temporary
+        if self.mixed:
+            with torch.no_grad():
+                self.param_shard.copy_(self.master)  # round the updated master to the model dtype
+        if self.stage in (1, 2):
+            self._gather_params()  # every rank needs every updated parameter for the next forward
+        return float(loss.detach())
+
+    # --- what the rank holds ----------------------------------------------------------------------------
+    def held(self) -> dict[str, list[torch.Tensor]]:
+        """The tensors held between steps by part: params, grads, optimizer (the fp32 master copy counts here)."""
+        return {
+            "params": [self.flat_params, self.param_shard],
+            "grads": [t for t in (self.flat_grads, self.grad_shard) if t is not None],
+            "optimizer": ([self.master] if self.mixed else []) + self.optimizer.tensors(),
+            "step_counters": [],  # a Python int here; torch.optim keeps a 4-byte tensor per parameter tensor
+        }
+
+    def full_parameters(self) -> torch.Tensor:
+        """All N parameters, gathered (a collective: every rank calls it); fp32, for comparisons."""
+        out = torch.empty(self.shard * (1 if self.stage == 0 else self.world), dtype=self.param_shard.dtype,
+                          device=self.param_shard.device)
+        if self.stage == 0:
+            out.copy_(self.param_shard)
+        else:
+            dist.all_gather_single(out, self.param_shard.contiguous(), group=self.group)
+        return out[:self.n_params].float()
