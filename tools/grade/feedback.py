@@ -49,11 +49,16 @@ def group_line(group: dict, known_hints: set[str]) -> str:
 def result_line(result: TestResult, exercise: str, answer_errors: list[str]) -> str:
     """The grader's line under a test cell."""
     points = f"{result.points:g}/{result.max_points:g} 分 (points)"
+    if result.visible_max is not None and result.visible_max < result.max_points:  # make validate: visible groups
+        points = f"{result.points:g}/{result.visible_max:g} 分 (points) in the visible checks, of {result.max_points:g}"
     f = result.failure
     if result.groups and result.status != "withheld":
-        mark = {"passed": "✅", "partial": "◐", "timeout": "⏱"}.get(result.status, "❌")
+        shown = [g for g in result.groups if g.get("present", True)]
+        mark = "✅" if all(g["passed"] for g in shown) else "◐" if any(g["passed"] for g in shown) else "❌"
+        if result.status == "timeout":
+            mark = "⏱"
         known = _known_hints()
-        return "\n".join([f"{mark} {exercise}: {points}", *(group_line(g, known) for g in result.groups)])
+        return "\n".join([f"{mark} {exercise}: {points}", *(group_line(g, known) for g in shown)])
     if result.status == "passed":
         return f"✅ {exercise}: 通过 (passed) — {points}"
     if result.status == "withheld":

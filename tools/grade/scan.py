@@ -32,7 +32,7 @@ ALLOWED_MODULES: dict[str, tuple[str, ...]] = {
     "torch": ("torch._", "torch.utils.cpp_extension", "torch.utils._", "torch.hub", "torch.package",
               "torch.multiprocessing", "torch.library", "torch.overrides", "torch.testing", "torch.ops",
               "torch.fx.experimental", "torch.jit", "torch.compiler", "torch.utils.benchmark"),
-    "lecture2": ("lecture2.checks", "lecture2.guard", "lecture2._"),
+    "lecture2": ("lecture2.checks", "lecture2.exercises", "lecture2._"),
 }
 
 # Builtins that reach past the answer: code from strings, namespaces, dynamic attributes, files, input, exit.
@@ -66,7 +66,7 @@ FORBIDDEN_ATTRIBUTES = {
     # modules that other modules carry as attributes (torch.sys, torch.os, lecture2.checks ...)
     "sys", "os", "subprocess", "builtins", "importlib", "ctypes", "gc", "inspect", "threading", "signal",
     "socket", "shutil", "pathlib", "pickle", "marshal", "multiprocessing", "traceback", "linecache", "checks",
-    "guard", "IPython", "sqlite3", "tempfile", "io", "code", "codeop", "runpy", "atexit", "faulthandler",
+    "exercises", "IPython", "sqlite3", "tempfile", "io", "code", "codeop", "runpy", "atexit", "faulthandler",
 }
 # Dunder attributes an answer may read: constructors (super().__init__) and names (type(x).__name__).
 ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__"}

@@ -32,6 +32,7 @@ class TestResult:
     in_hidden: bool = False  # the failure was raised in the hidden region
     reason: str = ""  # for withheld: the scan's findings
     groups: list[dict] = field(default_factory=list)  # [{exercise, group, weight, points, passed, hint, hidden}]
+    visible_max: float | None = None  # the points of the groups present in the source (less in the release)
 
 
 @dataclass
@@ -181,11 +182,14 @@ def _score_groups(result: TestResult, cell, declared: dict[str, dict[str, float]
     it passed. Weights come from the instructor's source; an exercise without groups weighs 1."""
     total = sum(sum(g.values()) if g else 1.0 for g in declared.values())
     lines = group_lines(cell.source)
-    earned = 0.0
+    earned, present = 0.0, 0.0
     for name, groups in declared.items():
         event = entry["checks"].get(name)
         reported = event.get("groups") if event and isinstance(event.get("groups"), dict) else {}
         for label, weight in (groups or {name: 1.0}).items():
+            if groups and label not in lines:  # a hidden group, absent from the release's cell (make validate)
+                continue
+            present += weight
             outcome = reported.get(label) if groups else ({"passed": True} if event and not groups else None)
             passed = bool(outcome and outcome.get("passed") is True) and not entry["foreign"]
             share = result.max_points * weight / total if total else 0.0
@@ -195,6 +199,7 @@ def _score_groups(result: TestResult, cell, declared: dict[str, dict[str, float]
                                   **{k: (outcome or {}).get(k) for k in ("hint", "what", "want", "message")}})
             earned += share if passed else 0.0
     result.points = min(max(earned, 0.0), result.max_points)  # clamped to the cell's points
+    result.visible_max = result.max_points * present / total if total else 0.0
     end = entry["end"]
     if end is not None and end.get("status") not in ("ok", "error"):
         result.failure = {k: end.get(k) for k in ("ename", "line", "message")}
@@ -224,8 +229,9 @@ def run_problems(notebook: Notebook, events: list[dict], crashed: bool, timed_ou
 
     if any(e.get("status") == "timeout" for e in ended.values()):
         problems.append("a cell timed out")
-    if any(e.get("ename") == "MemoryError" or "can't allocate memory" in str(e.get("message", ""))
-           or "not enough memory" in str(e.get("message", "")) for e in ended.values()):
+    if any(e.get("ename") == "MemoryError" or e.get("ename") != "CheckFailed" and (
+            "can't allocate memory" in str(e.get("message", "")) or "not enough memory" in str(e.get("message", "")))
+           for e in ended.values()):
         problems.append("out of memory")
     if any(e.get("type") == "foreign_report" for e in events):
         problems.append("a pass reported by something other than the checks was refused")

@@ -74,12 +74,15 @@ def validate(path: Path, cell_timeout: float = 120.0, notebook_timeout: float = 
     for test in result.tests:
         exercise = ", ".join(sorted(score.exercise_names(nb.cell(test.grade_id).source))) or test.grade_id
         if test.status not in ("passed", "withheld", "not run", "stopped", "timeout") and test.failure.get("message"):
-            text = f"❌ {exercise}: {test.points:g}/{test.max_points:g} 分 (points)\n   " + test.failure["message"].replace("\n", "\n   ")
+            shown_max = test.visible_max if test.visible_max is not None else test.max_points
+            text = (f"❌ {exercise}: {test.points:g}/{shown_max:g} 分 (points)\n   "
+                    + test.failure["message"].replace("\n", "\n   "))
         else:
             text = result_line(test, exercise, []).replace("\n", "\n   ")
         lines.append(text)
     lines += [f"⚠️ {p}" for p in problems + ([altered] if altered else [])]
-    lines.insert(0, f"{nb.stem}: {result.score:g}/{nb.max_score:g} 分 (points) in the visible checks "
+    visible = sum(t.visible_max if t.visible_max is not None else t.max_points for t in result.tests)
+    lines.insert(0, f"{nb.stem}: {result.score:g}/{visible:g} 分 (points) in the visible checks, of {nb.max_score:g} in all "
                     f"(隐藏检查 hidden checks run when your instructor grades)")
     ok = all(t.status == "passed" for t in result.tests) and not problems
     return (0 if ok else 1), lines

@@ -1,0 +1,11 @@
+"""The check cases of each notebook's exercises: how a test cell calls a student's function, what it compares
+the result with, and which usual mistakes it names. One module per notebook, named by its topic:
+
+    dtypes (01)
+
+A test cell reads as the exercise's specification: its check groups, and in each group the cases with their
+expected values and sources; the calls below do the comparing and the hints. Expected values are measured
+here (a real tensor's nbytes, torch.finfo) or passed in by the test cell (reference numbers with sources);
+no module holds an exercise's answer. Test cells reload a module after `lecture2.checks`, so that nothing a
+notebook's earlier cells did can change how a check runs.
+"""
