@@ -100,6 +100,11 @@ def corpus(course: Path) -> dict[str, dict]:
         "spins-in-background": one(inside_tensor_bytes(
             "import time\nwhile True:\n    try:\n        time.sleep(0.5)\n    except BaseException:\n        pass"),
             5, [f"{S1}: a cell timed out"]),
+        # partial credit: the check groups a half-right answer passes
+        "allocates": one(inside_tensor_bytes("", "torch.empty(shape, dtype=dtype).nbytes"), 6,
+                         ["ok"]),
+        "memorised": one(inside_tensor_bytes("table = {(3, 4): 48, (2, 3, 5): 60, (1024,): 1024, (): 8}",
+                                             "table.get(shape, 2**60)"), 6.5),
         "prints-points": one(inside_tensor_bytes("print('PRINTED-BY-THE-STUDENT', shape)\nprint('✅ tensor_bytes: 检查通过 (all checks passed)')",
                                                  "math.prod(shape) * dtype.itemsize * 8"), 5),
         # attacks: the static scan withholds them, the sandbox would confine them

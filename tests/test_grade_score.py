@@ -8,7 +8,7 @@ import os
 
 from conftest import RELEASE, SOLUTIONS
 from tools.grade import splice
-from tools.grade.score import read_untrusted, score, verify
+from tools.grade.score import exercise_groups, read_untrusted, score, verify
 
 NAME = "01_tensors_dtypes.ipynb"
 NB = splice.load(SOLUTIONS / NAME, RELEASE / NAME)
@@ -23,10 +23,12 @@ def signed(events: list[dict], key: bytes = KEY) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def passes(cell) -> list[dict]:
-    name = "tensor_bytes" if "tensor_bytes" in cell.source else "float_format_limits" if "float_format" in cell.source else "weight_memory"
-    return [{"type": "start", "cell": cell.index}, {"type": "check", "cell": cell.index, "name": name},
-            {"type": "end", "cell": cell.index, "status": "ok"}]
+def passes(cell, failing: set[str] = frozenset()) -> list[dict]:
+    """The events of a test cell whose exercise passed every check group (but those in `failing`)."""
+    (name, groups), = exercise_groups(cell.source).items()
+    outcomes = {g: {"passed": g not in failing, "hint": None, "message": ""} for g in groups}
+    return [{"type": "start", "cell": cell.index}, {"type": "check", "cell": cell.index, "name": name, "groups": outcomes},
+            {"type": "end", "cell": cell.index, "status": "error" if failing else "ok"}]
 
 
 def all_passing() -> list[dict]:
@@ -51,17 +53,22 @@ def test_forged_reordered_or_foreign_events_earn_nothing():
     assert score(NB, events, {}).score < 7 and problem
 
 
-def test_a_pass_needs_a_clean_end_and_the_right_exercise():
-    cell = NB.tests[0]
+def test_an_all_or_nothing_cell_needs_a_clean_end_and_the_right_exercise():
+    """A test cell without check groups: its exercise's pass report and a clean end, or nothing."""
+    nb = splice.load(SOLUTIONS / NAME, RELEASE / NAME)
+    cell = nb.tests[0]
+    cell.source = 'with checks.exercise("tensor_bytes"):\n    pass\n'
     no_end = [{"type": "start", "cell": cell.index}, {"type": "check", "cell": cell.index, "name": "tensor_bytes"}]
-    assert score(NB, no_end, {}).tests[0].status == "stopped"
-    error_after = no_end + [{"type": "end", "cell": cell.index, "status": "error", "ename": "CheckFailed", "line": 8}]
-    assert score(NB, error_after, {}).tests[0].points == 0
+    assert score(nb, no_end, {}).tests[0].status == "stopped"
+    error_after = no_end + [{"type": "end", "cell": cell.index, "status": "error", "ename": "CheckFailed", "line": 2}]
+    assert score(nb, error_after, {}).tests[0].points == 0
+    ok = no_end + [{"type": "end", "cell": cell.index, "status": "ok"}]
+    assert score(nb, ok, {}).tests[0].points == 2
     other = [{"type": "start", "cell": cell.index}, {"type": "check", "cell": cell.index, "name": "weight_memory"},
              {"type": "end", "cell": cell.index, "status": "ok"}]
-    assert score(NB, other, {}).tests[0].points == 0
-    foreign = passes(cell)[:2] + [{"type": "foreign_report", "cell": cell.index}] + passes(cell)[2:]
-    assert score(NB, foreign, {}).tests[0].points == 0
+    assert score(nb, other, {}).tests[0].points == 0
+    foreign = ok[:2] + [{"type": "foreign_report", "cell": cell.index}] + ok[2:]
+    assert score(nb, foreign, {}).tests[0].points == 0
 
 
 def test_withheld_exercises_earn_nothing():
@@ -69,13 +76,12 @@ def test_withheld_exercises_earn_nothing():
     assert result.tests[0].status == "withheld" and result.score == 5
 
 
-def test_a_failure_is_placed_in_the_hidden_or_visible_region():
-    cell = NB.tests[0]
-    first, last = cell.hidden
-    for line, hidden in ((first - 2, False), (first + 1, True)):
-        events = [{"type": "start", "cell": cell.index},
-                  {"type": "end", "cell": cell.index, "status": "error", "ename": "CheckFailed", "line": line}]
-        assert score(NB, events, {}).tests[0].in_hidden is hidden
+def test_a_failed_group_is_placed_in_the_hidden_or_visible_region():
+    cell = NB.tests[0]  # tensor_bytes: "real tensors", "edge cases" visible, "drawn shapes" hidden
+    result = score(NB, passes(cell, failing={"edge cases", "drawn shapes"}), {}).tests[0]
+    hidden = {g["group"]: g["hidden"] for g in result.groups}
+    assert hidden == {"real tensors": False, "edge cases": False, "drawn shapes": True}
+    assert result.points == 1.0 and result.status == "partial"
 
 
 def test_untrusted_files_are_read_only_when_plain(tmp_path):
@@ -90,17 +96,13 @@ def test_untrusted_files_are_read_only_when_plain(tmp_path):
 
 
 def test_check_groups_earn_their_share_of_the_points():
-    """A cell whose exercise declares groups: each passed group earns weight / total of the cell's points."""
-    nb = splice.load(SOLUTIONS / NAME, RELEASE / NAME)
-    cell = nb.tests[1]  # float_format_limits, 3 points
-    cell.source = cell.source.replace('checks.exercise("float_format_limits")',
-                                      'checks.exercise("float_format_limits", points={"lecture": 1, "drawn": 2})')
-    groups = {"lecture": {"passed": True}, "drawn": {"passed": False, "hint": "h", "message": "m"}}
-    events = [{"type": "start", "cell": cell.index},
-              {"type": "check", "cell": cell.index, "name": "float_format_limits", "groups": groups},
-              {"type": "end", "cell": cell.index, "status": "error", "ename": "CheckFailed"}]
-    result = score(nb, events, {}).tests[1]
-    assert result.points == 1.0 and result.status == "partial"
-    assert [g["passed"] for g in result.groups] == [True, False]
+    """Each passed group earns weight / total of the cell's points, weights from the instructor's source."""
+    cell = NB.tests[1]  # float_format_limits, 3 points in three groups of weight 1
+    events = passes(cell, failing={"more formats"})
+    result = score(NB, events, {}).tests[1]
+    assert result.points == 2.0 and result.status == "partial"
+    assert [g["passed"] for g in result.groups] == [True, True, False]
     foreign = events[:2] + [{"type": "foreign_report", "cell": cell.index}] + events[2:]
-    assert score(nb, foreign, {}).tests[1].points == 0
+    assert score(NB, foreign, {}).tests[1].points == 0
+    forged = [dict(e, groups={"fp16 and bf16": {"passed": True}}) if e["type"] == "check" else e for e in events]
+    assert score(NB, forged, {}).tests[1].points == 1.0, "a group the report leaves out earns nothing"

@@ -45,7 +45,7 @@ def _test_cell_after(name: str, solution_id: str) -> str:
 @pytest.fixture(scope="module")
 def graded(course):
     """Submit, autograde, generate feedback and export grades once; return the expected scores."""
-    expected = {"correct": {}, "blank": {}, "planted-mistake": {}}
+    expected = {"correct": {}, "blank": {}, "planted-mistake": {}, "_planted": {}}
     for name in notebook_names():
         points = _points(name)
         total = sum(points.values())
@@ -59,6 +59,7 @@ def graded(course):
             nbformat.write(nb, folder / name)
         stem = name.removesuffix(".ipynb")
         expected["correct"][stem], expected["blank"][stem], expected["planted-mistake"][stem] = total, 0, total - lost
+        expected["_planted"][stem] = (_test_cell_after(name, first.grade_id), lost)
     students = cli.grade_class(course, cli.Settings(jobs=2, cell_timeout=300, notebook_timeout=900))
     expected["_report"] = {s.name: cli.report_line(s, 0) for s in students}
     yield expected
@@ -66,12 +67,19 @@ def graded(course):
 
 
 def test_each_student_gets_exactly_their_points(course, graded):
-    """Does autograde give full points, none, and full-minus-one-exercise to the three submissions?"""
+    """Does the grader give full points and none to the reference and the blank release, and to the planted
+    mistake full points everywhere but the exercise it breaks, which keeps only the check groups it passes?"""
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for student, by_notebook in _students(graded).items():
             for stem, want in by_notebook.items():
                 got = gb.find_submission_notebook(stem, ASSIGNMENT, student).score
-                assert got == pytest.approx(want), f"{student} / {stem}: {got} points, expected {want}"
+                if student != "planted-mistake":
+                    assert got == pytest.approx(want), f"{student} / {stem}: {got} points, expected {want}"
+                    continue
+                test_id, lost = graded["_planted"][stem]
+                kept = gb.find_grade(test_id, stem, ASSIGNMENT, student).score
+                assert 0 <= kept < lost, f"{stem}: the planted mistake in {test_id} kept {kept} of {lost} points"
+                assert got == pytest.approx(want + kept), f"{student} / {stem}: {got} points, expected {want + kept}"
 
 
 def test_honest_work_draws_no_report(graded):
