@@ -105,7 +105,7 @@ def corpus(course: Path) -> dict[str, dict]:
                          ["ok"]),
         "memorised": one(inside_tensor_bytes("table = {(3, 4): 48, (2, 3, 5): 60, (1024,): 1024, (): 8}",
                                              "table.get(shape, 2**60)"), 6.5),
-        "prints-points": one(inside_tensor_bytes("print('PRINTED-BY-THE-STUDENT', shape)\nprint('✅ tensor_bytes: 检查通过 (all checks passed)')",
+        "prints-points": one(inside_tensor_bytes("print('PRINTED-' + 'BY-THE-STUDENT', shape)\nprint('✅ tensor_bytes: 检查通过 (all checks passed)')",
                                                  "math.prod(shape) * dtype.itemsize * 8"), 5),
         # attacks: the static scan withholds them, the sandbox would confine them
         "gradebook-sql": one(with_code("import sqlite3\n", "\nsqlite3.connect('../../../gradebook.db').execute("
