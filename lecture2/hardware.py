@@ -181,7 +181,10 @@ class CPUPeak:
     `flops_per_s` is the median over `samples` (FLOP/s of each timed call); `spread` is their interquartile
     range over the median (a fraction: 0.05 means the middle half of the calls lay within 5% of each other);
     `low`/`high` are the slowest and fastest call. `threads` is the torch thread count it ran on: a peak
-    measured on 1 thread applies to work done on 1 thread.
+    measured on 1 thread applies to work done on 1 thread. `clock` says how the calls were timed: on one thread,
+    by the thread's CPU time (time the OS gave the core to another process does not count: the peak is what the
+    core does, on a busy machine too); on several threads, by the wall clock. `wall_flops_per_s` is the
+    wall-clock median of the same calls: well below `flops_per_s`, it says the machine was busy.
     """
 
     flops_per_s: float
@@ -190,6 +193,8 @@ class CPUPeak:
     dtype: str
     threads: int
     seconds: float  # wall time the whole measurement took, size search included
+    clock: str = "wall clock"
+    wall_flops_per_s: float | None = None
 
     @property
     def low(self) -> float:
@@ -206,11 +211,20 @@ class CPUPeak:
         q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
         return (q3 - q1) / self.flops_per_s
 
+    @property
+    def busy(self) -> float:
+        """The share of the measurement's wall time the matmuls did not get the core (0: a quiet machine)."""
+        if self.wall_flops_per_s is None or self.clock == "wall clock":
+            return 0.0
+        return max(0.0, 1 - self.wall_flops_per_s / self.flops_per_s)
+
     def describe(self) -> str:
-        """One line for reports, e.g. "61.2 GFLOP/s (fp32 1024³ matmul, median of 7, IQR 3%, 1 thread)"."""
-        rate = _gflops(self.flops_per_s)
-        return (f"{rate} ({self.dtype} {self.n}³ matmul, median of {len(self.samples)}, IQR {self.spread:.0%}, "
-                f"{self.threads} thread{'s' if self.threads != 1 else ''})")
+        """One line for reports, e.g. "61.2 GFLOP/s (fp32 1024³ matmul, median of 9, IQR 3%, 1 thread, thread CPU time)"."""
+        text = (f"{_gflops(self.flops_per_s)} ({self.dtype} {self.n}³ matmul, median of {len(self.samples)}, "
+                f"IQR {self.spread:.0%}, {self.threads} thread{'s' if self.threads != 1 else ''}, {self.clock})")
+        if self.busy > 0.1:
+            text += f"; by the wall clock {_gflops(self.wall_flops_per_s)}: the machine is busy"
+        return text
 
 
 def _gflops(x: float) -> str:
@@ -227,7 +241,8 @@ def measure_cpu_peak(dtype: torch.dtype = torch.float32, *, threads: int | None 
     to be compute-bound (an n^3 matmul does n/6 FLOP per byte in fp32, far above a CPU's ~10 FLOP/byte
     ridge); stopping there keeps the whole measurement well under a second (fp32 on one core: n = 1024).
     At each size: 1 + `warmup` untimed calls, then `repeat` timed ones; the result is the chosen size's
-    median FLOP/s (2 n^3 / seconds) with the spread. `threads` (default: torch's current count) is set for
+    median FLOP/s (2 n^3 / seconds) with the spread. On one thread the seconds are the thread's CPU time (see
+    `CPUPeak`), else wall-clock seconds. `threads` (default: torch's current count) is set for
     the measurement and restored.
     """
     if not isinstance(dtype, torch.dtype):
@@ -242,6 +257,9 @@ def measure_cpu_peak(dtype: torch.dtype = torch.float32, *, threads: int | None 
     threads = before if threads is None else threads
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise ValueError(f"threads 应是正整数 (int), 得到 {threads!r}")
+    # one thread: its own CPU time (immune to other processes taking the core); several: the wall clock
+    precise = time.get_clock_info("thread_time").resolution <= 1e-6
+    clock, clock_name = (time.thread_time, "thread CPU time") if threads == 1 and precise else (time.perf_counter, "wall clock")
     started = time.perf_counter()
     torch.set_num_threads(threads)
     try:
@@ -250,17 +268,20 @@ def measure_cpu_peak(dtype: torch.dtype = torch.float32, *, threads: int | None 
             b = torch.randn(n, n, dtype=dtype)
             for _ in range(1 + warmup):  # the first calls at a size: thread pool, page faults, kernel choice (JIT)
                 a @ b
-            seconds = []
+            seconds, wall = [], []
             for _ in range(repeat):
-                t0 = time.perf_counter()
+                w0, c0 = time.perf_counter(), clock()
                 a @ b
-                seconds.append(time.perf_counter() - t0)
+                c1, w1 = clock(), time.perf_counter()
+                seconds.append(c1 - c0)
+                wall.append(w1 - w0)
             if statistics.median(seconds) >= min_call_seconds:
                 break
         samples = [2 * n**3 / t for t in seconds]
     finally:
         torch.set_num_threads(before)
-    return CPUPeak(statistics.median(samples), tuple(samples), n, key, threads, time.perf_counter() - started)
+    return CPUPeak(statistics.median(samples), tuple(samples), n, key, threads, time.perf_counter() - started,
+                   clock_name, 2 * n**3 / statistics.median(wall))
 
 
 @functools.lru_cache(maxsize=None)
