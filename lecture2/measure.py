@@ -204,32 +204,32 @@ def peak_rss() -> int:
 
 class SlowDataset(torch.utils.data.Dataset):
     """`n_items` random (x, y) pairs, each taking `seconds_per_item` to "load": a stand-in for reading and
-    decoding real data (the wait releases the CPU, as waiting for a disk or a network does).
+    decoding real data. The wait releases the CPU, as waiting for a disk or a network does, and the pairs are
+    made once up front, so a loader's workers spend no CPU time of their own (on a 2-core machine they
+    would otherwise compete with the training step for the cores).
 
-    Item i is always the same pair (seeded by i), so every loader configuration sees the same data.
     Defined in a module, not a notebook, so that DataLoader workers started by "spawn" (macOS, Windows)
-    can import it.
+    can import it. Item i is the same pair in every loader configuration.
     """
 
-    def __init__(self, n_items: int, in_features: int, out_features: int, seconds_per_item: float):
+    def __init__(self, n_items: int, in_features: int, out_features: int, seconds_per_item: float, seed: int = 0):
         for name, value in (("n_items", n_items), ("in_features", in_features), ("out_features", out_features)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} 应是正整数 (int), 得到 {value!r}")
-        if not isinstance(seconds_per_item, (int, float)) or seconds_per_item < 0:
+        if not isinstance(seconds_per_item, (int, float)) or isinstance(seconds_per_item, bool) or seconds_per_item < 0:
             raise ValueError(f"seconds_per_item 应是非负的秒数, 得到 {seconds_per_item!r}")
-        self.n_items, self.in_features, self.out_features = n_items, in_features, out_features
+        g = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(n_items, in_features, generator=g)
+        self.y = torch.randn(n_items, out_features, generator=g)
         self.seconds_per_item = float(seconds_per_item)
 
     def __len__(self) -> int:
-        return self.n_items
+        return len(self.x)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
-        if not 0 <= i < self.n_items:
-            raise IndexError(i)
         if self.seconds_per_item:
             time.sleep(self.seconds_per_item)
-        g = torch.Generator().manual_seed(i)
-        return torch.randn(self.in_features, generator=g), torch.randn(self.out_features, generator=g)
+        return self.x[i], self.y[i]
 
 
 # ---- time by source line -------------------------------------------------------------------------------------

@@ -88,16 +88,18 @@ def step_timeline(trace, phases: Sequence[str] = ("data", "forward", "backward",
 
     y = len(rows) - 1
     for e in marks:
-        ax.broken_barh([(ms(e["ts"]), e["dur"] / 1e3)], (y - 0.4, 0.8), color=_PHASE_COLORS.get(e["name"], "gray"))
-        ax.text(ms(e["ts"]) + e["dur"] / 2e3, y, f"{e['name']}\n{e['dur'] / 1e3:.1f} ms", ha="center", va="center",
-                fontsize=7, color="white")
+        ax.broken_barh([(ms(e["ts"]), e["dur"] / 1e3)], (y - 0.4, 0.8), color=_PHASE_COLORS.get(e["name"], "gray"),
+                       label=f"{e['name']} {e['dur'] / 1e3:.1f} ms")
+        if e["dur"] > 0.08 * (t1 - t0):  # a label only where it fits; the legend names every phase
+            ax.text(ms(e["ts"]) + e["dur"] / 2e3, y, f"{e['name']}\n{e['dur'] / 1e3:.1f} ms", ha="center", va="center",
+                    fontsize=7, color="white")
     for row, chosen in ((y - 1, top), (y - 2, kernels)):
         if row < 0 or not chosen:
             continue
         for matmul in (False, True):
             spans = [(ms(e["ts"]), max(e["dur"] / 1e3, 1e-3)) for e in chosen if _is_matmul(e["name"]) == matmul]
             ax.broken_barh(spans, (row - 0.4, 0.8), color="#08519c" if matmul else "#9ecae1",
-                           label=("matmul" if matmul else "other ops") if row == y - 1 else None)
+                           label=("matmul operators" if matmul else "other operators") if row == y - 1 else None)
     ax.set_yticks(range(len(rows)), list(reversed(rows)))
     ax.set_xlabel("time since the step started (ms)")
     ax.set_xlim(0, ms(t1) * 1.01)
