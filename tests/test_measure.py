@@ -125,6 +125,9 @@ def test_slow_dataset_takes_its_time_and_gives_the_same_items():
     start = time.perf_counter()
     items = [data[i] for i in range(4)]
     assert time.perf_counter() - start >= 0.04
+    start = time.perf_counter()
+    batch = data.__getitems__([0, 1, 2, 3])  # what a DataLoader asks for: one wait for the whole batch
+    assert time.perf_counter() - start >= 0.04 and all(torch.equal(a[0], b[0]) for a, b in zip(batch, items))
     again = measure.SlowDataset(6, 3, 2, seconds_per_item=0.0)
     assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(items, again))
     with pytest.raises(ValueError, match="seconds_per_item"):
