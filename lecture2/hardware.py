@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import torch
 
 __all__ = [
-    "CPUPeak", "DTYPES", "GPUS", "GPUSpec", "UnknownGPU", "cpu_peak", "detect_device", "dtype_key", "gpu", "gpu_from_device_name",
-    "known_gpus", "matmul_works", "measure_cpu_peak", "peak_flops", "device_summary",
+    "CPUPeak", "DTYPES", "GPUS", "GPUSpec", "UnknownGPU", "cpu_peak", "detect_device", "dtype_key", "gpu",
+    "gpu_from_device_name", "known_gpus", "matmul_works", "measure_cpu_peak", "peak_flops", "device_summary",
 ]
 
 T = 1e12
@@ -219,7 +219,7 @@ class CPUPeak:
         return max(0.0, 1 - self.wall_flops_per_s / self.flops_per_s)
 
     def describe(self) -> str:
-        """One line for reports, e.g. "61.2 GFLOP/s (fp32 1024³ matmul, median of 9, IQR 3%, 1 thread, thread CPU time)"."""
+        """One line for reports: "61.2 GFLOP/s (fp32 1024³ matmul, median of 9, IQR 3%, 1 thread, thread CPU time)"."""
         text = (f"{_gflops(self.flops_per_s)} ({self.dtype} {self.n}³ matmul, median of {len(self.samples)}, "
                 f"IQR {self.spread:.0%}, {self.threads} thread{'s' if self.threads != 1 else ''}, {self.clock})")
         if self.busy > 0.1:
@@ -259,7 +259,10 @@ def measure_cpu_peak(dtype: torch.dtype = torch.float32, *, threads: int | None 
         raise ValueError(f"threads 应是正整数 (int), 得到 {threads!r}")
     # one thread: its own CPU time (immune to other processes taking the core); several: the wall clock
     precise = time.get_clock_info("thread_time").resolution <= 1e-6
-    clock, clock_name = (time.thread_time, "thread CPU time") if threads == 1 and precise else (time.perf_counter, "wall clock")
+    if threads == 1 and precise:
+        clock, clock_name = time.thread_time, "thread CPU time"
+    else:
+        clock, clock_name = time.perf_counter, "wall clock"
     started = time.perf_counter()
     torch.set_num_threads(threads)
     try:

@@ -106,7 +106,8 @@ def test_time_by_line_charges_operators_to_the_model_lines():
 
     assert measure.model_files(model) == {__file__}  # torch's own files (Module, Linear) are not the model's
     rows = measure.time_by_line(step, model, repeat=3)
-    expensive, cheap = (next(r for r in rows if r.code.startswith(text)) for text in ("h = x @ self.w", "return h + 1.0"))
+    expensive = next(r for r in rows if r.code.startswith("h = x @ self.w"))
+    cheap = next(r for r in rows if r.code.startswith("return h + 1.0"))
     assert rows[0] is expensive and expensive.file == __file__
     assert expensive.forward_s > 0 and expensive.backward_s > 0  # the backward of its matmuls is charged to it too
     assert expensive.seconds > 3 * cheap.seconds and expensive.ops >= 3
