@@ -3,7 +3,7 @@
 One row per GPU, one source per row. Peaks are **dense** (no 2:4 structured sparsity: NVIDIA's headline
 tensor figures are often the sparse ones, exactly 2x these). All figures are FLOP/s, memory in bytes,
 bandwidth in bytes/s. On a CPU there is no datasheet worth trusting for PyTorch, so the peak that applies
-is a matmul measured on this machine (`measure_cpu_peak`).
+is a matmul measured on this machine (`cpu_peak`: once per process, median and spread of repeated calls).
 
 Memory is what the device itself reports (nvidia-smi's total, in MiB; rocm-smi's, in bytes), not the name on
 the box, whose "GB" is neither 10**9 bytes nor always exactly 2**30: an A100 80GB reports 81,920 MiB = 80 GiB,
@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import functools
 import re
+import statistics
 import time
 from dataclasses import dataclass, field
 
 import torch
 
 __all__ = [
-    "DTYPES", "GPUS", "GPUSpec", "UnknownGPU", "detect_device", "dtype_key", "gpu", "gpu_from_device_name",
-    "known_gpus", "matmul_works", "measure_cpu_peak", "peak_flops", "device_summary",
+    "CPUPeak", "DTYPES", "GPUS", "GPUSpec", "UnknownGPU", "cpu_peak", "detect_device", "dtype_key", "gpu",
+    "gpu_from_device_name", "known_gpus", "matmul_works", "measure_cpu_peak", "peak_flops", "device_summary",
 ]
 
 T = 1e12
@@ -213,30 +214,143 @@ def matmul_works(dtype: torch.dtype, device: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=None)
-def measure_cpu_peak(dtype: torch.dtype = torch.float32, n: int = 1024, repeat: int = 5) -> float:
-    """Achieved FLOP/s of an n x n x n matmul on this CPU: the best of `repeat` timed runs after a warm-up.
+_CPU_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
-    This is the CPU's "peak that applies" (cached per process): the fastest PyTorch's BLAS gets here,
-    which is what MFU on a CPU should be measured against.
+
+@dataclass(frozen=True)
+class CPUPeak:
+    """A CPU's measured matmul peak: the median FLOP/s of repeated n x n x n matmuls, with its spread.
+
+    `flops_per_s` is the median over `samples` (FLOP/s of each timed call); `spread` is their interquartile
+    range over the median (a fraction: 0.05 means the middle half of the calls lay within 5% of each other);
+    `low`/`high` are the slowest and fastest call. `threads` is the torch thread count it ran on: a peak
+    measured on 1 thread applies to work done on 1 thread. `clock` says how the calls were timed: on one thread,
+    by the thread's CPU time (time the OS gave the core to another process does not count: the peak is what the
+    core does, on a busy machine too); on several threads, by the wall clock. `wall_flops_per_s` is the
+    wall-clock median of the same calls: well below `flops_per_s`, it says the machine was busy.
+    """
+
+    flops_per_s: float
+    samples: tuple[float, ...]
+    n: int
+    dtype: str
+    threads: int
+    seconds: float  # wall time the whole measurement took, size search included
+    clock: str = "wall clock"
+    wall_flops_per_s: float | None = None
+
+    @property
+    def low(self) -> float:
+        return min(self.samples)
+
+    @property
+    def high(self) -> float:
+        return max(self.samples)
+
+    @property
+    def spread(self) -> float:
+        if len(self.samples) < 2:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
+        return (q3 - q1) / self.flops_per_s
+
+    @property
+    def busy(self) -> float:
+        """The share of the measurement's wall time the matmuls did not get the core (0: a quiet machine)."""
+        if self.wall_flops_per_s is None or self.clock == "wall clock":
+            return 0.0
+        return max(0.0, 1 - self.wall_flops_per_s / self.flops_per_s)
+
+    def describe(self) -> str:
+        """One line for reports: "61.2 GFLOP/s (fp32 1024³ matmul, median of 9, IQR 3%, 1 thread, thread CPU time)"."""
+        text = (f"{_gflops(self.flops_per_s)} ({self.dtype} {self.n}³ matmul, median of {len(self.samples)}, "
+                f"IQR {self.spread:.0%}, {self.threads} thread{'s' if self.threads != 1 else ''}, {self.clock})")
+        if self.busy > 0.1:
+            text += f"; by the wall clock {_gflops(self.wall_flops_per_s)}: the machine is busy"
+        return text
+
+
+def _gflops(x: float) -> str:
+    return f"{x / 1e12:.2f} TFLOP/s" if x >= 1e12 else f"{x / 1e9:.1f} GFLOP/s"
+
+
+def measure_cpu_peak(dtype: torch.dtype = torch.float32, *, threads: int | None = None, repeat: int = 9,
+                     warmup: int = 2, min_call_seconds: float = 0.01,
+                     sizes: tuple[int, ...] = (256, 512, 1024, 2048)) -> CPUPeak:
+    """Measure this CPU's matmul peak once (uncached; notebooks and tools use `cpu_peak`, which caches it).
+
+    Size: the first n of `sizes` whose calls take at least `min_call_seconds` (their median; else the last n).
+    Such a call is long enough that the clock and the call overhead do not matter (< 0.1%) and large enough
+    to be compute-bound (an n^3 matmul does n/6 FLOP per byte in fp32, far above a CPU's ~10 FLOP/byte
+    ridge); stopping there keeps the whole measurement well under a second (fp32 on one core: n = 1024).
+    At each size: 1 + `warmup` untimed calls, then `repeat` timed ones; the result is the chosen size's
+    median FLOP/s (2 n^3 / seconds) with the spread. On one thread the seconds are the thread's CPU time (see
+    `CPUPeak`), else wall-clock seconds. `threads` (default: torch's current count) is set for
+    the measurement and restored.
     """
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"dtype 应是 torch.dtype, 得到 {type(dtype).__name__}")
-    a = torch.randn(n, n, dtype=dtype)
-    b = torch.randn(n, n, dtype=dtype)
-    a @ b  # warm-up: thread pool start, page faults
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best
+    key = {v: k for k, v in _CPU_DTYPES.items()}.get(dtype)
+    if key is None:
+        raise ValueError(f"CPU 峰值只测 fp32/bf16/fp16 的 matmul (only these), 得到 {dtype}")
+    for name, value, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ValueError(f"{name} 应是 >= {least} 的整数 (int), 得到 {value!r}")
+    before = torch.get_num_threads()
+    threads = before if threads is None else threads
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads 应是正整数 (int), 得到 {threads!r}")
+    # one thread: its own CPU time (immune to other processes taking the core); several: the wall clock
+    precise = time.get_clock_info("thread_time").resolution <= 1e-6
+    if threads == 1 and precise:
+        clock, clock_name = time.thread_time, "thread CPU time"
+    else:
+        clock, clock_name = time.perf_counter, "wall clock"
+    started = time.perf_counter()
+    torch.set_num_threads(threads)
+    try:
+        for n in sizes:
+            a = torch.randn(n, n, dtype=dtype)
+            b = torch.randn(n, n, dtype=dtype)
+            for _ in range(1 + warmup):  # the first calls at a size: thread pool, page faults, kernel choice (JIT)
+                a @ b
+            seconds, wall = [], []
+            for _ in range(repeat):
+                w0, c0 = time.perf_counter(), clock()
+                a @ b
+                c1, w1 = clock(), time.perf_counter()
+                seconds.append(c1 - c0)
+                wall.append(w1 - w0)
+            if statistics.median(seconds) >= min_call_seconds:
+                break
+        samples = [2 * n**3 / t for t in seconds]
+    finally:
+        torch.set_num_threads(before)
+    return CPUPeak(statistics.median(samples), tuple(samples), n, key, threads, time.perf_counter() - started,
+                   clock_name, 2 * n**3 / statistics.median(wall))
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_cpu_peak(dtype: torch.dtype, threads: int) -> CPUPeak:
+    return measure_cpu_peak(dtype, threads=threads)
+
+
+def cpu_peak(dtype: torch.dtype = torch.float32, threads: int | None = None) -> CPUPeak:
+    """The CPU's matmul peak for `dtype` on `threads` threads (default: torch's current count).
+
+    Measured once per process and thread count (`measure_cpu_peak`), then the same record is returned:
+    every notebook cell, the CLI and the profile divide by one number, and report it with its spread.
+    """
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype 应是 torch.dtype, 得到 {type(dtype).__name__}")
+    return _cached_cpu_peak(dtype, torch.get_num_threads() if threads is None else threads)
 
 
 def peak_flops(dtype: torch.dtype | str = torch.bfloat16, device: str | None = None) -> float:
     """The peak FLOP/s that applies on `device` (default: the detected one) for `dtype`.
 
-    CUDA: the datasheet row of the present GPU. CPU: a matmul measured here (`measure_cpu_peak`).
+    CUDA: the datasheet row of the present GPU. CPU: a matmul measured here on torch's current thread count
+    (`cpu_peak`: once per process, the median of repeated calls; "tf32" is fp32 on a CPU).
     Apple's MPS has no published dense peak per dtype, so it raises rather than guess.
     """
     device = device or detect_device()
@@ -244,11 +358,10 @@ def peak_flops(dtype: torch.dtype | str = torch.bfloat16, device: str | None = N
         return gpu_from_device_name(torch.cuda.get_device_name()).peak_flops(dtype)
     if device == "cpu":
         key = dtype_key(dtype)
-        torch_dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
-                       "fp16": torch.float16}.get(key)
+        torch_dtype = {**_CPU_DTYPES, "tf32": torch.float32}.get(key)
         if torch_dtype is None:
             raise ValueError(f"CPU 上没有 {key} matmul (no {key} matmul on CPU)")
-        return measure_cpu_peak(torch_dtype)
+        return cpu_peak(torch_dtype).flops_per_s
     raise ValueError(f"没有 {device!r} 的峰值 (no peak for device {device!r}); use 'cuda' or 'cpu'")
 
 

@@ -5,8 +5,12 @@ knows a formula. Units: FLOPs (floating-point operations, a multiply-add counts 
 """
 from __future__ import annotations
 
+import linecache
+import os
 import statistics
+import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -14,8 +18,8 @@ import torch
 from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
-__all__ = ["Timing", "SavedTensor", "benchmark", "count_flops", "flop_breakdown", "peak_memory",
-           "saved_bytes", "saved_tensors"]
+__all__ = ["Timing", "SavedTensor", "LineTime", "SlowDataset", "benchmark", "count_flops", "flop_breakdown",
+           "model_files", "peak_memory", "peak_rss", "saved_bytes", "saved_tensors", "time_by_line"]
 
 
 def _check_callable(fn) -> None:
@@ -142,6 +146,14 @@ class Timing:
     def best(self) -> float:
         return min(self.times)
 
+    @property
+    def spread(self) -> float:
+        """Interquartile range over the median (a fraction): how much the middle half of the calls differ."""
+        if len(self.times) < 2:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.times, n=4, method="inclusive")
+        return (q3 - q1) / self.median if self.median > 0 else 0.0
+
 
 def _synchronize(device: str | torch.device | None) -> None:
     kind = torch.device(device).type if device is not None else None
@@ -173,3 +185,177 @@ def benchmark(fn: Callable, *args, warmup: int = 3, repeat: int = 10, device: st
         _synchronize(device)
         times.append(time.perf_counter() - start)
     return Timing(tuple(times))
+
+
+def peak_rss() -> int:
+    """Peak resident set size of this process so far, in bytes (`resource.getrusage`; Linux and macOS).
+
+    The peak since the process started: to see what one piece of work needs, run it in a fresh process
+    and compare the peak before and after it. On a CPU this is the counterpart of CUDA's
+    `max_memory_allocated`, including what the allocator and the libraries hold.
+    """
+    try:
+        import resource
+    except ImportError:  # Windows
+        raise RuntimeError("peak_rss 需要 resource 模块 (Linux/macOS); on Windows use the Task Manager") from None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # macOS reports bytes, Linux KiB
+
+
+class SlowDataset(torch.utils.data.Dataset):
+    """`n_items` random (x, y) pairs, each taking `seconds_per_item` to "load": a stand-in for reading and
+    decoding real data. The wait releases the CPU, as waiting for a disk or a network does, and the pairs are
+    made once up front, so a loader's workers spend no CPU time of their own (on a 2-core machine they
+    would otherwise compete with the training step for the cores).
+
+    Defined in a module, not a notebook, so that DataLoader workers started by "spawn" (macOS, Windows)
+    can import it. Item i is the same pair in every loader configuration.
+    """
+
+    def __init__(self, n_items: int, in_features: int, out_features: int, seconds_per_item: float, seed: int = 0):
+        for name, value in (("n_items", n_items), ("in_features", in_features), ("out_features", out_features)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} 应是正整数 (int), 得到 {value!r}")
+        if not isinstance(seconds_per_item, (int, float)) or isinstance(seconds_per_item, bool) or seconds_per_item < 0:
+            raise ValueError(f"seconds_per_item 应是非负的秒数, 得到 {seconds_per_item!r}")
+        g = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(n_items, in_features, generator=g)
+        self.y = torch.randn(n_items, out_features, generator=g)
+        self.seconds_per_item = float(seconds_per_item)
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.seconds_per_item:
+            time.sleep(self.seconds_per_item)
+        return self.x[i], self.y[i]
+
+    def __getitems__(self, indices: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """A whole batch at once (DataLoader uses this when it exists): one wait of len(indices) items, so the
+        batch takes its nominal time instead of adding up the clock's overshoot of every short sleep."""
+        if self.seconds_per_item:
+            time.sleep(self.seconds_per_item * len(indices))
+        return [(self.x[i], self.y[i]) for i in indices]
+
+
+# ---- time by source line -------------------------------------------------------------------------------------
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_LINE_KEY = "lecture2_source_line"
+
+
+@dataclass(frozen=True)
+class LineTime:
+    """Operator time attributed to one source line of a model, per step (median over the timed steps).
+
+    `forward_s`: operators the line ran in the forward; `backward_s`: operators the autograd engine ran
+    for the graph nodes that line created. `line == 0` collects what ran outside the model's files
+    (the loss in the caller, the optimizer, ...). Seconds.
+    """
+
+    file: str
+    line: int
+    code: str
+    forward_s: float
+    backward_s: float
+    ops: int  # operators per step
+
+    @property
+    def seconds(self) -> float:
+        return self.forward_s + self.backward_s
+
+
+def model_files(model: torch.nn.Module) -> set[str]:
+    """The source files of the `forward` methods of `model` and its submodules, PyTorch's own excluded:
+    the files whose lines `time_by_line` attributes time to (a class defined in a notebook counts too)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model 应是 torch.nn.Module, 得到 {type(model).__name__}")
+    files = set()
+    for module in model.modules():
+        code = getattr(type(module).forward, "__code__", None)
+        if code is not None and not os.path.abspath(code.co_filename).startswith(_TORCH_DIR):
+            files.add(code.co_filename)
+    return files
+
+
+def _model_line(files: set[str]):
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename in files:
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def time_by_line(fn: Callable[[], object], model: torch.nn.Module, *, warmup: int = 1, repeat: int = 5,
+                 device: str | torch.device | None = None) -> list[LineTime]:
+    """Where the time of `fn()` (e.g. one training step) goes, by source line of `model`'s code.
+
+    Every PyTorch operator `fn` runs is timed and charged to the innermost line of the model's files on
+    the Python stack when it ran (the forward), or, for the backward, to the line that created the
+    autograd node it belongs to. Returns one `LineTime` per line, largest first, per step (the median over
+    `repeat` timed calls after `warmup`). The profiler's stacks (`with_stack=True`) name only the function
+    (its `def` line); this names the line. On CUDA each operator is followed by a synchronize, so the GPU
+    runs one kernel at a time: the split is right, the total is slower than a real step.
+    """
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    _check_callable(fn)
+    files = model_files(model)
+    cuda = (torch.device(device).type == "cuda") if device is not None else torch.cuda.is_available()
+    current_node = getattr(torch._C, "_current_autograd_node", lambda: None)
+
+    class _TagNodes(TorchFunctionMode):  # above autograd: the graph nodes a line creates get its (file, line)
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            where = _model_line(files)
+            if where is not None:
+                outs = out if isinstance(out, (tuple, list)) else (out,)
+                stack = [t.grad_fn for t in outs if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+                while stack:
+                    node = stack.pop()
+                    if node is None or _LINE_KEY in node.metadata:
+                        continue
+                    node.metadata[_LINE_KEY] = where
+                    stack.extend(next_node for next_node, _ in node.next_functions)
+            return out
+
+    class _TimeOps(TorchDispatchMode):  # below autograd: every operator, forward and backward
+        def __init__(self):
+            super().__init__()
+            self.seconds: dict = defaultdict(float)
+            self.ops: dict = defaultdict(int)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            node = current_node()
+            key = ("backward", node.metadata.get(_LINE_KEY)) if node is not None else ("forward", _model_line(files))
+            if cuda:
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            out = func(*args, **(kwargs or {}))
+            if cuda:
+                torch.cuda.synchronize()
+            self.seconds[key] += time.perf_counter() - start
+            self.ops[key] += 1
+            return out
+
+    steps = []
+    for i in range(warmup + repeat):
+        timer = _TimeOps()
+        with _TagNodes(), timer:
+            fn()
+        if i >= warmup:
+            steps.append(timer)
+    wheres = {where for step in steps for (_, where) in step.seconds}
+    result = []
+    for where in wheres:
+        fwd = statistics.median(step.seconds.get(("forward", where), 0.0) for step in steps)
+        bwd = statistics.median(step.seconds.get(("backward", where), 0.0) for step in steps)
+        ops = round(statistics.median(step.ops.get(("forward", where), 0) + step.ops.get(("backward", where), 0)
+                                      for step in steps))
+        file, line = where if where is not None else ("", 0)
+        code = linecache.getline(file, line).strip() if line else "(outside the model's files: loss, optimizer, ...)"
+        result.append(LineTime(file, line, code, fwd, bwd, ops))
+    return sorted(result, key=lambda r: -r.seconds)

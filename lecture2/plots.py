@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["bytes_per_rank", "dtype_ranges"]
+__all__ = ["bytes_per_rank", "dtype_ranges", "step_timeline"]
 
 
 def matplotlib_ticker():
@@ -73,5 +73,69 @@ def bytes_per_rank(predicted: dict[str, tuple[Sequence[float], Sequence[float]]]
         ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
+
+
+# ---- notebook 08: a training step's timeline from the profiler's trace ------------------------------------------
+
+_PHASE_COLORS = {"data": "#9467bd", "forward": "#1f77b4", "backward": "#ff7f0e", "optimizer": "#2ca02c"}
+_MATMUL_WORDS = ("mm", "matmul", "linear", "Mm", "Linear")
+
+
+def _is_matmul(name: str) -> bool:
+    return any(word in name for word in _MATMUL_WORDS)
+
+
+def step_timeline(trace, phases: Sequence[str] = ("data", "forward", "backward", "optimizer")):
+    """A training step drawn from its Chrome trace (the file `prof.export_chrome_trace` writes, or its
+    parsed JSON): one row of phases (the `torch.profiler.record_function` ranges named in `phases`), one
+    of the top-level CPU operators (matmuls dark, everything else light) and, when the trace has GPU
+    kernels, one of the kernels. Time in ms from the start of the first phase. Returns a Figure."""
+    import json
+    import os
+
+    plt = _pyplot()
+    if isinstance(trace, (str, os.PathLike)):
+        with open(trace) as f:
+            trace = json.load(f)
+    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and "dur" in e]
+    marks = [e for e in events if e.get("cat") == "user_annotation" and e.get("name") in phases]
+    if not marks:
+        raise ValueError(f"trace 里没有这些 record_function 区间 (no ranges named {list(phases)}) in the trace")
+    t0 = min(e["ts"] for e in marks)
+    t1 = max(e["ts"] + e["dur"] for e in marks)
+    main_tid = marks[0].get("tid")
+    ops = sorted((e for e in events if e.get("cat") == "cpu_op" and e.get("tid") == main_tid and t0 <= e["ts"] <= t1),
+                 key=lambda e: (e["ts"], -e["dur"]))
+    top, end = [], -math.inf  # operators not nested inside another one
+    for e in ops:
+        if e["ts"] >= end:
+            top.append(e)
+            end = e["ts"] + e["dur"]
+    kernels = [e for e in events if e.get("cat") == "kernel" and e["ts"] >= t0]
+    rows = ["phases", "CPU operators"] + (["GPU kernels"] if kernels else [])
+    fig, ax = plt.subplots(figsize=(11, 1.0 + 0.6 * len(rows)))
+
+    def ms(x: float) -> float:
+        return (x - t0) / 1e3
+
+    y = len(rows) - 1
+    for e in marks:
+        ax.broken_barh([(ms(e["ts"]), e["dur"] / 1e3)], (y - 0.4, 0.8), color=_PHASE_COLORS.get(e["name"], "gray"),
+                       label=f"{e['name']} {e['dur'] / 1e3:.1f} ms")
+        if e["dur"] > 0.08 * (t1 - t0):  # a label only where it fits; the legend names every phase
+            ax.text(ms(e["ts"]) + e["dur"] / 2e3, y, f"{e['name']}\n{e['dur'] / 1e3:.1f} ms", ha="center", va="center",
+                    fontsize=7, color="white")
+    for row, chosen in ((y - 1, top), (y - 2, kernels)):
+        if row < 0 or not chosen:
+            continue
+        for matmul in (False, True):
+            spans = [(ms(e["ts"]), max(e["dur"] / 1e3, 1e-3)) for e in chosen if _is_matmul(e["name"]) == matmul]
+            ax.broken_barh(spans, (row - 0.4, 0.8), color="#08519c" if matmul else "#9ecae1",
+                           label=("matmul operators" if matmul else "other operators") if row == y - 1 else None)
+    ax.set_yticks(range(len(rows)), list(reversed(rows)))
+    ax.set_xlabel("time since the step started (ms)")
+    ax.set_xlim(0, ms(t1) * 1.01)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
+    ax.set_title("one training step, from the profiler's trace")
     fig.tight_layout()
     return fig

@@ -3,7 +3,8 @@
 `run()` measures on the device present (CUDA or CPU) and returns one JSON-serialisable dict:
     device     name, memory, torch version, dtype support
     matmul     achieved FLOP/s over a size sweep per dtype, with the fraction of the peak that applies
-               (the datasheet row of lecture2.hardware on CUDA; on CPU the best fp32 matmul measured here)
+               (the datasheet row of lecture2.hardware on CUDA; on CPU `hardware.cpu_peak`, the course's one
+               measured fp32 matmul peak, taken separately from the sweep)
     bandwidth  achieved bytes/s of a memory-bound op (a large copy: read + write)
     models     lecture2's models: FLOPs predicted vs counted, activation and training-state bytes
                predicted vs measured, checkpointing's saving and overhead, a training step's time and MFU
@@ -151,8 +152,8 @@ def matmul_sweep(device: str, sizes: dict[str, list[int]], repeat: int, progress
     """Achieved FLOP/s (2n^3 / best time) per dtype and size, with the fraction of the peak that applies.
 
     Returns {dtype: {"sizes": [{"n", "seconds", "flops_per_s", "fraction_of_peak"}], "best_flops_per_s",
-    "peak_flops_per_s", "peak_source"}} or {dtype: {"skipped": why}}. On CPU the peak is the best fp32
-    figure of this sweep (fp32 is swept first).
+    "peak_flops_per_s", "peak_source"}} or {dtype: {"skipped": why}}. On CPU the peak is `hardware.cpu_peak`
+    (fp32, the current thread count): measured apart from the sweep, so a sweep point can land above it.
     """
     result: dict = {}
     spec = None
@@ -182,8 +183,9 @@ def matmul_sweep(device: str, sizes: dict[str, list[int]], repeat: int, progress
             peak = spec.peak.get(key) if spec else None
             source = spec.source if spec and peak else None
         else:
-            peak = result["fp32"]["best_flops_per_s"] if key != "fp32" else best
-            source = "best fp32 matmul of this sweep (no datasheet applies on a CPU)"
+            cpu = hardware.cpu_peak(torch.float32)
+            peak = cpu.flops_per_s
+            source = f"hardware.cpu_peak: {cpu.describe()} (no datasheet applies on a CPU)"
         for r in rows:
             r["fraction_of_peak"] = r["flops_per_s"] / peak if peak else None
         result[key] = {"sizes": rows, "best_flops_per_s": best, "peak_flops_per_s": peak, "peak_source": source}
@@ -332,7 +334,7 @@ def train_step(cfg: dict, device: str, repeat: int, peak: dict, compile_model: b
     """Time and MFU of a GPT training step (forward, backward, Adam) in fp32 and in bf16 autocast.
 
     MFU = (6N + 12 L d T) x B T / step time / peak; the peak is `peak[dtype]` (CUDA: datasheet; CPU: the
-    measured fp32 matmul peak for both: bf16 is emulated on most CPUs, and its MFU shows what that costs).
+    measured fp32 matmul peak for both, one yardstick: their ratio is what bf16 gains or loses on this CPU).
     """
     g = cfg["gpt"]
     result: dict = {}
@@ -367,8 +369,9 @@ def train_step(cfg: dict, device: str, repeat: int, peak: dict, compile_model: b
 def peaks(matmul: dict, device: str) -> dict[str, float | None]:
     """The peak FLOP/s that MFU divides by, per dtype, from a `matmul_sweep` result.
 
-    CUDA: each dtype's datasheet peak. CPU: the measured fp32 peak for fp32 and bf16 alike (bf16 is
-    emulated on most CPUs; its MFU then shows what that costs).
+    CUDA: each dtype's datasheet peak. CPU: the measured fp32 peak (`hardware.cpu_peak`) for fp32 and bf16
+    alike: one yardstick, so the two MFUs compare directly (bf16 is faster than fp32 on CPUs whose matmul
+    kernels use BF16 instructions, slower on the others).
     """
     if device == "cuda":
         return {k: v.get("peak_flops_per_s") for k, v in matmul.items() if "sizes" in v}

@@ -84,3 +84,77 @@ def test_peak_memory_on_cuda():
         pytest.skip("no CUDA device")
     peak = measure.peak_memory(lambda: torch.empty(1024, 1024, device="cuda").sum())
     assert peak >= 4 * 2**20
+
+
+def test_timing_reports_the_interquartile_spread():
+    """Is Timing.spread the interquartile range over the median (0 for a single call)?"""
+    assert measure.Timing((1.0, 2.0, 3.0, 4.0, 5.0)).spread == pytest.approx((4.0 - 2.0) / 3.0)
+    assert measure.Timing((0.5,)).spread == 0.0
+
+
+class _TwoLines(torch.nn.Module):
+    """A model whose forward has one expensive line (a 256-wide matmul) and one cheap line (an add)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(256, 256) / 16)
+
+    def forward(self, x):
+        h = x @ self.w @ self.w @ self.w  # the expensive line: three matmuls
+        return h + 1.0  # the cheap line
+
+
+def test_time_by_line_charges_operators_to_the_model_lines():
+    """Are forward and backward operators charged to the lines of the model's own file, the costliest first?"""
+    torch.manual_seed(0)
+    model = _TwoLines()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(128, 256)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+        opt.step()
+
+    assert measure.model_files(model) == {__file__}  # torch's own files (Module, Linear) are not the model's
+    rows = measure.time_by_line(step, model, repeat=3)
+    expensive = next(r for r in rows if r.code.startswith("h = x @ self.w"))
+    cheap = next(r for r in rows if r.code.startswith("return h + 1.0"))
+    assert rows[0] is expensive and expensive.file == __file__
+    assert expensive.forward_s > 0 and expensive.backward_s > 0  # the backward of its matmuls is charged to it too
+    assert expensive.seconds > 3 * cheap.seconds and expensive.ops >= 3
+    # this step function sits in the model's file too, so its own lines are charged (elsewhere: the line-0 row)
+    assert next(r for r in rows if r.code == "opt.step()").ops > 0
+    with pytest.raises(TypeError, match="Module"):
+        measure.model_files(lambda x: x)
+
+
+def test_slow_dataset_takes_its_time_and_gives_the_same_items():
+    """Does each item take at least seconds_per_item, and is item i the same in every instance?"""
+    import time
+
+    data = measure.SlowDataset(6, 3, 2, seconds_per_item=0.01)
+    assert len(data) == 6 and data[0][0].shape == (3,) and data[0][1].shape == (2,)
+    start = time.perf_counter()
+    items = [data[i] for i in range(4)]
+    assert time.perf_counter() - start >= 0.04
+    start = time.perf_counter()
+    batch = data.__getitems__([0, 1, 2, 3])  # what a DataLoader asks for: one wait for the whole batch
+    assert time.perf_counter() - start >= 0.04 and all(torch.equal(a[0], b[0]) for a, b in zip(batch, items))
+    again = measure.SlowDataset(6, 3, 2, seconds_per_item=0.0)
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(items, again))
+    with pytest.raises(ValueError, match="seconds_per_item"):
+        measure.SlowDataset(4, 3, 2, seconds_per_item=-1)
+    with pytest.raises(ValueError, match="n_items"):
+        measure.SlowDataset(0, 3, 2, seconds_per_item=0)
+
+
+def test_peak_rss_is_in_bytes():
+    """On Linux: is peak_rss at least the kernel's own high-water mark (VmHWM), in bytes (not KiB)?"""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("VmHWM is Linux's; elsewhere only the sign is checked")
+    hwm_kib = int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM")).split()[1])
+    # ru_maxrss and VmHWM read the same counter at slightly different moments: within 5%, and both in bytes here
+    assert measure.peak_rss() >= 0.95 * hwm_kib * 1024 > 10 * 2**20  # a Python with torch holds far more than 10 MiB

@@ -204,3 +204,108 @@ MISTAKES.append(Planted("ex08_my_benchmark", "the course's own timer called", ''
 def my_benchmark(fn, warmup=3, repeat=10):
     return float(measure.benchmark(fn, warmup=warmup, repeat=repeat).median)
 ''', "不能调用 lecture2.measure.benchmark"))
+
+# issue 17: the synchronize check logs the clock too (call -> synchronize -> clock read), and counts exactly
+MISTAKES += [
+    Planted("ex08_my_benchmark", "the clock read before synchronizing", '''
+def my_benchmark(fn, warmup=3, repeat=10):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter(); fn()
+        t1 = time.perf_counter()
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+        ts.append(t1 - t0)
+    return statistics.median(ts)
+''', "先同步，再读时钟"),
+    Planted("ex08_my_benchmark", "always at least one warm-up call (warmup=0 ignored)", '''
+def my_benchmark(fn, warmup=3, repeat=10):
+    for _ in range(max(warmup, 1)):
+        fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter(); fn()
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+''', "warmup=0：不预热"),
+]
+
+# issues 13 and 17: on a CPU grader both values of on_gpu are checked (a parameter that reports cuda:0), and an
+# error raised by the answer is never swallowed
+_CHECKLIST_REST = '''
+    ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    grads = [p.grad for p in params if p.grad is not None]
+    return {"on_gpu": on_gpu,
+            "bf16": all(p.dtype == torch.bfloat16 for p in params),
+            "loader_workers": loader.num_workers > 0,
+            "grad_finite": bool(grads) and all(bool(torch.isfinite(g).all()) for g in grads),
+            "optimizer_has_params": all(id(p) in ids for p in params if p.requires_grad)}
+'''
+MISTAKES += [
+    Planted("ex08_checklist", "on_gpu always False (right on every CPU-only machine)", '''
+def training_checklist(model, optimizer, loader):
+    params = list(model.parameters())
+    on_gpu = False''' + _CHECKLIST_REST, "不是机器有没有 GPU"),
+    Planted("ex08_checklist", "only the first parameter's device", '''
+def training_checklist(model, optimizer, loader):
+    params = list(model.parameters())
+    on_gpu = params[0].device.type == "cuda"''' + _CHECKLIST_REST, "也不只是第一个参数"),
+    Planted("ex08_checklist", "the device compared with torch.device('cuda') (no index: never equal to cuda:0)", '''
+def training_checklist(model, optimizer, loader):
+    params = list(model.parameters())
+    on_gpu = all(p.device == torch.device("cuda") for p in params)''' + _CHECKLIST_REST, "p.device.type == 'cuda'"),
+    Planted("ex08_checklist", "asks the CUDA runtime for the current device (fails where there is no GPU)", '''
+def training_checklist(model, optimizer, loader):
+    params = list(model.parameters())
+    on_gpu = torch.cuda.is_available() and all(p.device.index == torch.cuda.current_device() for p in params)''' + _CHECKLIST_REST,
+            "不需要问 CUDA 运行时"),
+]
+
+# issue 14: the gradient-norm report
+_REPORT_NAMES = '''
+    nonfinite = [n for n, p in model.named_parameters() if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
+'''
+MISTAKES += [
+    Planted("ex08_grad_norm", "per-parameter norms summed", '''
+def grad_norm_report(model):''' + _REPORT_NAMES + '''
+    norm = sum(float(p.grad.double().norm()) for p in model.parameters() if p.grad is not None)
+    return {"global_norm": norm, "nonfinite": nonfinite}
+''', "不是各个参数梯度范数之和"),
+    Planted("ex08_grad_norm", "the square root forgotten", '''
+def grad_norm_report(model):''' + _REPORT_NAMES + '''
+    norm = sum(float(p.grad.double().pow(2).sum()) for p in model.parameters() if p.grad is not None)
+    return {"global_norm": norm, "nonfinite": nonfinite}
+''', "忘了开方"),
+    Planted("ex08_grad_norm", "None gradients counted as non-finite", '''
+def grad_norm_report(model):
+    norm = math.sqrt(sum(float(p.grad.double().pow(2).sum()) for p in model.parameters() if p.grad is not None))
+    nonfinite = [n for n, p in model.named_parameters() if p.grad is None or not bool(torch.isfinite(p.grad).all())]
+    return {"global_norm": norm, "nonfinite": nonfinite}
+''', "也不是 nonfinite"),
+    Planted("ex08_grad_norm", "every .grad used as a tensor (fails on None)", '''
+def grad_norm_report(model):
+    norm = math.sqrt(sum(float(p.grad.double().pow(2).sum()) for p in model.parameters()))
+    nonfinite = [n for n, p in model.named_parameters() if not bool(torch.isfinite(p.grad).all())]
+    return {"global_norm": norm, "nonfinite": nonfinite}
+''', "跳过它们"),
+    Planted("ex08_grad_norm", "non-finite gradients left out of the norm", '''
+def grad_norm_report(model):''' + _REPORT_NAMES + '''
+    norm = math.sqrt(sum(float(torch.nan_to_num(p.grad.double(), nan=0.0, posinf=0.0, neginf=0.0).pow(2).sum())
+                         for p in model.parameters() if p.grad is not None))
+    return {"global_norm": norm, "nonfinite": nonfinite}
+''', "不要跳过它们"),
+    Planted("ex08_grad_norm", "a 0-d tensor instead of a float", '''
+def grad_norm_report(model):''' + _REPORT_NAMES + '''
+    norm = torch.sqrt(sum(p.grad.double().pow(2).sum() for p in model.parameters() if p.grad is not None))
+    return {"global_norm": norm, "nonfinite": nonfinite}
+''', "应返回 float"),
+    Planted("ex08_grad_norm", "only the first parameter checked for non-finite values", '''
+def grad_norm_report(model):
+    norm = math.sqrt(sum(float(p.grad.double().pow(2).sum()) for p in model.parameters() if p.grad is not None))
+    name, p = next((n, p) for n, p in model.named_parameters() if p.grad is not None)
+    nonfinite = [] if bool(torch.isfinite(p.grad).all()) else [name]
+    return {"global_norm": norm, "nonfinite": nonfinite}
+''', "nonfinite 要列出梯度里有 NaN 或 inf 的每一个参数"),
+]
