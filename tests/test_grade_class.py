@@ -82,6 +82,8 @@ def corpus(course: Path) -> dict[str, dict]:
                                  [f"{S1}: nbgrader metadata missing: answers found by their first line"]),
         "invalid-json": one("{ this is not a notebook", 0, [f"{S1}: not a valid notebook (invalid JSON"]),
         "missing-notebook": {"files": {}, "score": 0, "report": [f"{S1}: notebook missing (0 points)"]},
+        "no-assignment-folder": {"files": {}, "folder": False, "score": 0,
+                                 "report": ["no lec02/ folder: every notebook missing"]},
         "unexpected-files": {"files": {NB1: sub.filled(NB1), "lecture2.py": "raise SystemExit('shadow')\n",
                                        "data.bin": b"\0" * 1024}, "score": 7,
                              "report": ["unexpected files ignored: data.bin, lecture2.py"]},
@@ -210,6 +212,10 @@ def make_course(root: Path, names: list[str], cases_of) -> tuple[Path, dict]:
     cases = cases_of(course)
     for student, case in cases.items():
         folder = course / "submitted" / student / ASSIGNMENT
+        if not case.get("folder", True):
+            folder.parent.mkdir(parents=True)
+            (folder.parent / "notes.txt").write_text("handed in at the wrong level")
+            continue
         folder.mkdir(parents=True)
         for name, nb in case["files"].items():
             sub.write(nb, folder / name)
@@ -347,3 +353,16 @@ def test_the_mistakes_table_counts_exactly_who_made_each_mistake(graded):
     page = (graded["course"] / "class_report" / "index.html").read_text(encoding="utf-8")
     assert "gradebook-sql" in page and "import of sqlite3" in page, "withheld answers are listed for review"
     assert (graded["course"] / "class_report" / "scores.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--jobs", "0"], "must be positive"),
+    (["--notebook-timeout", "-1"], "must be positive"),
+    (["--memory-limit", "4XB"], "not a memory size"),
+    (["--memory-limit", "100MB"], "below 1GiB"),
+    (["--allow", "bob"], "STUDENT/GRADE_ID"),
+])
+def test_bad_options_are_refused_with_a_message(args, message, capsys):
+    with pytest.raises(SystemExit) as err:
+        cli.main(args)
+    assert err.value.code == 2 and message in capsys.readouterr().err
