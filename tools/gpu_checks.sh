@@ -3,7 +3,10 @@
 #   1. `python -m lecture2 env` and the GPU profile (`python -m lecture2 profile`), copied into
 #      lecture2/profiles/ of this copy so that the next steps show it;
 #   2. the gpu-marked tests (no Jupyter needed: --noconftest);
-#   3. the nine solution notebooks, every code cell, on CUDA (tools/run_cells.py: no Jupyter needed).
+#   3. every solution notebook, every code cell, on CUDA (tools/run_cells.py: no Jupyter needed).
+# Notebook 06 needs bitsandbytes (8-bit Adam), which a bare GPU machine lacks and cannot download: put its wheel in
+# .gpu-wheels/ first (`pip download --no-deps bitsandbytes==0.50.2 -d .gpu-wheels`, 43 MB) and carry that folder;
+# it is installed into a private folder on PYTHONPATH, with nothing else changed.
 # Everything it prints also goes to ${OUT:-gpu-out}/ (env.txt, profile.txt, h200.json, pytest.txt, notebooks.txt).
 # Each step has its own time limit, so a hang in one still leaves the others' results.
 #
@@ -17,6 +20,10 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 MPLBACKEND=Agg PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 py=${PYTHON:-python3}
 status=0
+if ls .gpu-wheels/*.whl >/dev/null 2>&1; then
+  "$py" -m pip install --quiet --no-deps --no-index --target /tmp/gpu-site .gpu-wheels/*.whl \
+    && export PYTHONPATH="$PYTHONPATH:/tmp/gpu-site"
+fi
 
 echo "== env"; timeout 120 "$py" -m lecture2 env 2>&1 | tee "$out/env.txt"
 "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || [ "${ALLOW_CPU:-0}" = 1 ] \
