@@ -97,3 +97,31 @@ def test_memory_is_limited(tmp_path):
                                          memory=3 * 2**30)
     ends = [e for e in events if e["type"] == "end"]
     assert ends[0]["ename"] == "MemoryError" and ends[1]["status"] == "ok"
+
+
+def test_an_answer_runs_under_the_checks_thread_local_torch_state(tmp_path):
+    """An answer function called under the check's torch.no_grad() or FLOP counter sees them (the runner
+    calls it in the caller's thread then); called plainly, it runs in a thread of its own."""
+    plan_cells = [
+        "import torch, threading\nfrom torch.utils.flop_counter import FlopCounterMode",
+        "def answer(x):\n    return (torch.is_grad_enabled(), threading.current_thread().name, (x @ x).sum().item())",
+    ]
+    check = '''x = torch.ones(4, 4)
+plain = answer(x)
+with torch.no_grad():
+    under_no_grad = answer(x)
+with FlopCounterMode(display=False) as counter:
+    answer(x)
+print("RESULT", plain[:2], under_no_grad[:2], counter.get_total_flops())'''
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    plan = {"notebook": "t.ipynb", "cells": [
+        {"index": 0, "kind": "code", "grade_id": None, "source": plan_cells[0]},
+        {"index": 1, "kind": "answer", "grade_id": "a", "source": plan_cells[1]},
+        {"index": 2, "kind": "code", "grade_id": None, "source": check}]}
+    (scratch / "plan.json").write_text(json.dumps(plan))
+    key = os.urandom(32)
+    sandbox.run(scratch, cli.RUNNER, ["plan.json"], key, tmp_path / "events", package=cli.package_dir(),
+                timeout=60, memory=None, threads=1, nproc=4096)
+    printed = json.loads(read_untrusted(scratch / "outputs.json", 1 << 20))[2]["stdout"]
+    assert "RESULT (True, 'answer') (False, 'MainThread') 128" in printed, printed

@@ -15,8 +15,10 @@ while a test cell runs; `end` events carry the cell's status and, for a failed c
 
 Every plain function an answer cell defines is replaced by a wrapper that runs it in a thread of its own:
 while a student's function runs, no frame of the check that called it (with its expected values) is on
-its stack. (Classes run as they are: their methods run under the check's thread-local modes, such as
-the FLOP counter.)
+its stack. PyTorch keeps some state per thread (grad mode, inference mode, autocast, dispatch and function
+modes such as the FLOP counter, saved-tensor hooks): a call made while any of it differs from a new
+thread's defaults runs in the caller's thread instead, so that a check's `torch.no_grad()` or FLOP counter
+applies to the answer as in the lab. (Classes run as they are.)
 The grader trusts nothing else this process writes (outputs.json holds what cells printed, for display).
 Only the standard library and IPython are imported before the notebook's own cells run.
 """
@@ -64,8 +66,8 @@ def _isolated(fn):
     return value come back as if called directly. A cell timeout in the caller stops the thread too."""
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if getattr(_in_answer, "active", False):  # an answer calling another answer: already isolated
-            return fn(*args, **kwargs)
+        if getattr(_in_answer, "active", False) or not _plain_torch_state():
+            return fn(*args, **kwargs)  # already isolated, or the check set thread-local torch state
         box = {}
 
         def target():
@@ -89,6 +91,24 @@ def _isolated(fn):
         return box.pop("value")
 
     return call
+
+
+def _plain_torch_state() -> bool:
+    """Is the calling thread's PyTorch state what a new thread starts with? (Any doubt says no.)"""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return True
+    try:
+        if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+            return False
+        if any(torch.is_autocast_enabled(device) for device in ("cpu", "cuda")):
+            return False
+        c = torch._C
+        if c._len_torch_function_stack() or c._len_torch_dispatch_stack():
+            return False
+        return c._autograd._top_saved_tensors_default_hooks(False) is None
+    except Exception:  # an API this torch lacks: keep the caller's thread
+        return False
 
 
 def _made_in_a_cell(value: object) -> bool:
