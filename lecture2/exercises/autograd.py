@@ -7,17 +7,38 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import torch
 
 from lecture2 import checks, measure, models
 
 
+@contextmanager
+def _autograd_switched_off():
+    """torch.autograd.backward and torch.autograd.grad (and so Tensor.backward, torch.autograd.functional and
+    torch.func.grad, which call them) raise while this is active, in every thread: the course's grader runs an
+    answer in a thread of its own, where the check's torch.no_grad() (thread-local) does not reach."""
+    def backward(*args, **kwargs):
+        raise RuntimeError("检查调用你的函数时 autograd 的 backward 是关闭的 (switched off)")
+
+    def grad(*args, **kwargs):
+        raise RuntimeError("检查调用你的函数时 torch.autograd.grad 是关闭的 (switched off)")
+
+    saved = torch.autograd.backward, torch.autograd.grad
+    torch.autograd.backward, torch.autograd.grad = backward, grad
+    try:
+        yield
+    finally:
+        torch.autograd.backward, torch.autograd.grad = saved
+
+
 def _without_graph(what: str, fn: Callable, *args):
-    """fn(*args) under torch.no_grad(): a formula works there; backward() and torch.autograd have no graph."""
+    """fn(*args) under torch.no_grad() with autograd switched off: a formula works there; backward() and
+    torch.autograd have no graph to use."""
     __tracebackhide__ = True
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _autograd_switched_off():
             return fn(*args)
     except NotImplementedError:
         raise

@@ -6,6 +6,8 @@ is compared with `torch.nn.RMSNorm`: outputs and gradients for the same input an
 """
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.nn as nn
 from torch.nn.modules.module import register_module_parameter_registration_hook
@@ -65,9 +67,10 @@ def block_params_reference(fn, args: tuple, want: int, source: str) -> None:
 def _gpt_params_alone(fn, cfg: GPTConfig) -> int:
     """fn(cfg), graded on its own: while it runs, the notebook's block_params is a measured stand-in (a block
     built on the meta device), so a mistake in exercise 1 does not cost exercise 2's points as well; building
-    a module of its own is refused."""
+    a module of its own is refused. The stand-in goes where fn looks the name up: the namespace of the function
+    the student wrote (the course's grader hands the check a wrapper of it, made with functools.wraps)."""
     __tracebackhide__ = True
-    g, inside, built = getattr(fn, "__globals__", {}), [0], []
+    g, inside, built = getattr(inspect.unwrap(fn), "__globals__", {}), [0], []
 
     def stand_in(d_model, d_ff=None, bias=False, norm="rms"):
         inside[0] += 1
