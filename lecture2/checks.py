@@ -266,25 +266,29 @@ def _matching_hint(got: object, mistakes, rtol: float, atol: float) -> str | Non
 
 
 def _explain_difference(got: float, want: float, terms: dict[str, float] | None, rtol: float) -> str:
-    """For a wrong number that matches no single mistake: the ratio, the difference, and which named term
-    (or a small multiple of it) the difference equals: often two mistakes at once."""
+    """For a wrong number that matches no single mistake: the ratio, the difference, and which named term, or
+    sum of two (each up to 2 times, either sign), the difference equals: often two mistakes at once."""
     parts = []
     if want and got:
         parts.append(f"比值 ratio got/expected = {got / want:.4g}")
     diff = got - want
     parts.append(f"差 difference got − expected = {diff:+.6g}")
-    for name, value in (terms or {}).items():
-        if not value:
-            continue
-        for k in (1, -1, 2, -2, 3, -3, 4, -4):
-            if math.isclose(diff, k * value, rel_tol=max(rtol, 1e-9), abs_tol=0.0):
-                which = "多算" if k > 0 else "漏算"
-                times = "" if abs(k) == 1 else f" {abs(k)} 次"
-                parts.append(f"= {k:+d} × {name}：是不是{which}了{times} {name}？")
-                break
-        else:
-            continue
-        break
+    named = [(name, value) for name, value in (terms or {}).items() if value]
+    coefficients = (1, -1, 2, -2)
+
+    def close(value: float) -> bool:
+        return math.isclose(diff, value, rel_tol=max(rtol, 1e-9), abs_tol=0.0)
+
+    def said(k: int, name: str) -> str:
+        return f"{'多算' if k > 0 else '漏算'}了{'' if abs(k) == 1 else f' {abs(k)} 次'} {name}"
+
+    found = next(([(k, n)] for n, v in named for k in coefficients if close(k * v)), None)
+    if found is None:
+        found = next(([(k1, n1), (k2, n2)] for i, (n1, v1) in enumerate(named) for n2, v2 in named[i + 1:]
+                      for k1 in coefficients for k2 in coefficients if close(k1 * v1 + k2 * v2)), None)
+    if found:
+        formula = " ".join(f"{k:+d} × {n}" for k, n in found)
+        parts.append(f"= {formula}：是不是{'、'.join(said(k, n) for k, n in found)}？")
     return "(" + "，".join(parts) + ")"
 
 

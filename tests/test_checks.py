@@ -93,3 +93,14 @@ def test_groups_in_the_lab_show_only_the_groups_that_ran(monkeypatch, capsys):
             checks.expect_equal(3, 3, what="y")
     out = capsys.readouterr().out
     assert "✅ demo" in out and "lecture" in out and "hidden" not in out
+
+
+def test_two_mistakes_at_once_are_explained_by_the_named_terms():
+    """No single hint matches the tied matrix counted twice and a norm's bias left out: the message says the
+    difference is +V·d − d."""
+    V, d, want = 50257, 768, 124_439_808
+    with pytest.raises(checks.CheckFailed) as err:
+        checks.expect_equal(want + V * d - d, want, what="gpt_params(GPT-2 small)",
+                            mistakes=[checks.mistake("tied_twice", want + V * d)],
+                            terms={"V·d": V * d, "T·d": 1024 * d, "d": d})
+    assert "+1 × V·d -1 × d" in str(err.value) and "多算了 V·d、漏算了 d" in str(err.value)

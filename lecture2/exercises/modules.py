@@ -54,7 +54,9 @@ def block_params_case(fn, d_model: int, d_ff: int | None = None, bias: bool = Fa
             mistakes.append(checks.mistake("rms_norm_bias", measured + 2 * d))
         else:
             mistakes.append(checks.mistake("layernorm_bias", measured - 2 * d))
-    checks.expect_equal(got, measured, what=what, mistakes=mistakes)
+    terms = {"d (one norm's weight or bias)": d, "d·d (one d×d matrix)": d * d, "d·d_ff (one FFN matrix)": d * hidden,
+             "d_ff (the up projection's bias)": hidden}
+    checks.expect_equal(got, measured, what=what, mistakes=mistakes, terms=terms)
 
 
 def block_params_reference(fn, args: tuple, want: int, source: str) -> None:
@@ -110,7 +112,9 @@ def gpt_params_case(fn, cfg: GPTConfig, name: str, want: int | None = None, sour
                 checks.mistake("final_norm", measured - d * (2 if (cfg.norm == "layer" and cfg.bias) else 1)),
                 checks.mistake("tied_twice" if cfg.tie_embeddings else "untied_head",
                                measured + V * d if cfg.tie_embeddings else measured - V * d)]
-    checks.expect_equal(got, measured, what=what, mistakes=mistakes)
+    terms = {"V·d (the token embedding / lm_head matrix)": V * d, "T·d (the position embeddings)": T * d,
+             "d (one norm's weight or bias)": d, "L·d (one norm in every block)": cfg.n_layer * d}
+    checks.expect_equal(got, measured, what=what, mistakes=mistakes, terms=terms)
     if want is not None:
         checks.expect_equal(got, want, what=f"{what} ({source})" if source else what)
 
