@@ -25,8 +25,6 @@ measure = importlib.reload(lecture2.measure)
 models = importlib.reload(lecture2.models)
 training_state = importlib.reload(lecture2.training_state)
 
-RECIPES = ("fp32_adam", "bf16_mixed_adam", "sgd", "sgd_momentum", "bf16_sgd")
-
 
 # --- training_state_bytes -------------------------------------------------------------------------------------
 
