@@ -9,7 +9,10 @@ answer for it (the calculator `lecture2.estimate`, and for exercises 1 and 2 als
 from __future__ import annotations
 
 import math
+import random
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import ModuleType
 
 from lecture2 import checks, distributed, estimate, zero
 
@@ -39,7 +42,7 @@ def _calculator_off(*args, **kwargs):
 
 
 @contextmanager
-def instruments_off(modules, off):
+def instruments_off(modules: tuple[ModuleType, ...], off: Callable) -> Iterator[None]:
     """While the block runs, every function (and method) defined in `modules` runs `off`'s code instead: the
     calculator and the process group are instruments, not answers."""
     swapped = []
@@ -73,11 +76,13 @@ def _raises_value_error(fn, args, off, modules=(estimate, distributed, zero)) ->
 # --- the live group ----------------------------------------------------------------------------------------------
 class LiveGroup:
     """A live torch.distributed group of `n_ranks` processes (lecture2.distributed.Group) for one test cell: started
-    when a check first runs jobs on it, ended when the `with` block exits, whatever happens in it."""
+    when a check first runs jobs on it, ended when the `with` block exits, whatever happens in it. A group that
+    failed to start is not started again: later checks get the same error at once (no second timeout)."""
 
     def __init__(self, n_ranks: int, timeout: float = 100.0):
         self.n_ranks, self.timeout = n_ranks, timeout
         self._group: distributed.Group | None = None
+        self._start_error: BaseException | None = None
 
     def __enter__(self) -> LiveGroup:
         return self
@@ -89,14 +94,20 @@ class LiveGroup:
 
     def run(self, jobs: list[distributed.Job]) -> list[distributed.JobResult]:
         """Run `jobs` on the group (starting it the first time); one JobResult per job."""
+        if self._start_error is not None:
+            raise self._start_error
         if self._group is None:
             group = distributed.Group(self.n_ranks, timeout=self.timeout)
-            group.start()
+            try:
+                group.start()
+            except Exception as err:
+                self._start_error = err
+                raise
             self._group = group
         return self._group.run(jobs)
 
 
-def drawn_gpt(rng) -> dict:
+def drawn_gpt(rng: random.Random) -> dict:
     """A small GPT config drawn with `rng`: d_model a multiple of 12, so N divides by 2, 3 and 4 (no padding)."""
     d = rng.choice([12, 24, 36, 48])
     return {"vocab_size": rng.randint(20, 300), "block_size": 16, "n_layer": rng.randint(1, 3),
