@@ -6,6 +6,7 @@ the result with, and which usual mistakes it names. One module per notebook, nam
     modules (03)
     memory (06)
     checkpointing (07)
+    sharding (10)
 
 A test cell reads as the exercise's specification: its check groups, and in each group the cases with their
 expected values and sources; the calls below do the comparing and the hints. Expected values are measured
