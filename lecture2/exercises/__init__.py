@@ -1,7 +1,7 @@
 """The check cases of each notebook's exercises: how a test cell calls a student's function, what it compares
 the result with, and which usual mistakes it names. One module per notebook, named by its topic:
 
-    dtypes (01)
+    dtypes (01), training_step (04), flops (05)
 
 A test cell reads as the exercise's specification: its check groups, and in each group the cases with their
 expected values and sources; the calls below do the comparing and the hints. Expected values are measured
