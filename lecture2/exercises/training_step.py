@@ -16,6 +16,14 @@ from torch.overrides import TorchFunctionMode
 
 from lecture2 import checks, models
 
+
+def _fail(message: str, hint_key: str | None = None) -> None:
+    """Fail with `message` and the hint of usual mistake `hint_key`, kept on the failure too (for the grader's
+    feedback and the class's table of mistakes), not only in the message."""
+    __tracebackhide__ = True
+    hint = checks.HINTS[hint_key] if hint_key else None
+    raise checks.CheckFailed(message + (f"\n提示 (hint): {hint}" if hint else ""), hint=hint)
+
 # ---- accumulated_step
 
 
@@ -37,9 +45,8 @@ def _expect_grads(got: torch.Tensor, want: torch.Tensor, what: str, mistakes=())
         return
     ratio = (got @ want / (want @ want)).item()
     hint = next((h for h, v in mistakes if (got - v).norm() <= 1e-3 * max(v.norm().item(), 1e-30)), None)
-    checks.expect(False, f"{what}: 与大 batch 的梯度不一致 (not allclose)：relative error {err:.3g}，"
-                         f"比值 ratio (got·want / |want|²) = {ratio:.4g}。"
-                  + (f"\n提示 (hint): {checks.HINTS.get(hint, hint)}" if hint else ""))
+    _fail(f"{what}: 与大 batch 的梯度不一致 (not allclose)：relative error {err:.3g}，"
+          f"比值 ratio (got·want / |want|²) = {ratio:.4g}。", hint)
 
 
 def accumulation_case(fn, make_model: Callable[[], torch.nn.Module], make_batch: Callable[[int], tuple],
@@ -112,8 +119,13 @@ def accumulation_gpt_case(fn, config: models.GPTConfig, T: int, sizes: list[int]
 # ---- fp16_underflow_fraction
 
 
+def _casts_to_fp16(func, args, kwargs) -> bool:
+    """Whether a torch call casts to float16: `.half()`, or float16 among its arguments (`.to(torch.float16)`)."""
+    return getattr(func, "__name__", "") == "half" or any(a is torch.float16 for a in (*args[1:], *kwargs.values()))
+
+
 class _Fp16Casts(TorchFunctionMode):
-    """Notes whether the code it wraps casts anything to float16 (`.half()` or a float16 dtype argument)."""
+    """Notes whether the code it wraps, in this thread, casts anything to float16."""
 
     def __init__(self):
         super().__init__()
@@ -121,9 +133,26 @@ class _Fp16Casts(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if getattr(func, "__name__", "") == "half" or any(a is torch.float16 for a in (*args[1:], *kwargs.values())):
+        if _casts_to_fp16(func, args, kwargs):
             self.seen = True
         return func(*args, **kwargs)
+
+
+def _watched(grad: torch.Tensor) -> tuple[torch.Tensor, type, list]:
+    """A copy of `grad` as a tensor subclass that notes (in the list returned) every float16 cast of itself or of
+    any tensor computed from it, in whatever thread that happens: the course's grader calls an answer in a
+    thread of its own, which a TorchFunctionMode entered here does not reach."""
+    seen = []
+
+    class Tensor(torch.Tensor):  # named like torch.Tensor: a message about a returned tensor reads the same
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if _casts_to_fp16(func, args, kwargs):
+                seen.append(getattr(func, "__name__", str(func)))
+            return super().__torch_function__(func, types, args, kwargs)
+
+    return grad.detach().clone().as_subclass(Tensor), Tensor, seen
 
 
 def _fraction(hit: torch.Tensor, grad: torch.Tensor) -> float:
@@ -141,12 +170,17 @@ def underflow_case(fn, grad: torch.Tensor, scale: float, what: str) -> None:
     fi = torch.finfo(torch.float16)
     sub = fi.smallest_normal * fi.eps
     what = f"fp16_underflow_fraction({what}, scale={scale:g})"
+    watched, watched_type, cast_calls = _watched(grad)
     with _Fp16Casts() as casts:
-        got = fn(grad, scale)
-    checks.expect(not casts.seen, f"{what}: 你的函数把数据 cast 成了 float16。\n提示 (hint): {checks.HINTS['fp16_cast_for_real']}")
+        got = fn(watched, scale)
+    if type(got) is watched_type:  # a tensor computed from grad, returned: compared as the torch.Tensor it is
+        got = got.as_subclass(torch.Tensor)
+    if casts.seen or cast_calls:
+        _fail(f"{what}: 你的函数把数据 cast 成了 float16。", "fp16_cast_for_real")
     checks.expect_type(got, float, what=what)
     if not (grad != 0).any():
-        checks.expect(not math.isnan(got), f"{what}: 得到 (got) nan。\n提示 (hint): {checks.HINTS['fp16_no_nonzero']}")
+        if math.isnan(got):
+            _fail(f"{what}: 得到 (got) nan。", "fp16_no_nonzero")
     checks.expect_close(got, measured, rtol=0.0, atol=0.5 / grad.numel(), what=what, mistakes=[
         checks.mistake("fp16_round_half_even", _fraction(scaled.abs() < sub / 2, grad)),
         checks.mistake("fp16_tiny_threshold", _fraction(scaled.abs() < fi.smallest_normal, grad)),
@@ -194,7 +228,7 @@ def _call(fn, what: str, *args):
         for text, hint in (("already been called since the last update", "scaler_update"),
                            ("No inf checks were recorded", "scaled_grads")):
             if text in str(e):
-                checks.expect(False, f"{what}: GradScaler 报错 {str(e)!r}\n提示 (hint): {checks.HINTS[hint]}")
+                _fail(f"{what}: GradScaler 报错 {str(e)!r}", hint)
         raise
 
 
@@ -250,9 +284,8 @@ def train_step_case(fn, precision: str, widths: list[int], n: int, seed: int, lr
                     hint = "scaled_grads"
                 elif abs(ratio) < 1e-6:
                     hint = "no_optimizer_step"
-                checks.expect(False, f"{what} 第 {step + 1} 步：参数的变化 / lr 与 FP32 的梯度不一致："
-                                     f"relative error {err:.3g}，比值 ratio {ratio:.4g}。"
-                              + (f"\n提示 (hint): {checks.HINTS.get(hint, hint)}" if hint else ""))
+                _fail(f"{what} 第 {step + 1} 步：参数的变化 / lr 与 FP32 的梯度不一致："
+                      f"relative error {err:.3g}，比值 ratio {ratio:.4g}。", hint)
             prev = g
             losses.append(loss)
         checks.expect(losses[-1] < losses[0], f"{what}: {steps} 步之后 loss 没有下降：{[round(v, 4) for v in losses]}")
@@ -268,8 +301,8 @@ def train_step_case(fn, precision: str, widths: list[int], n: int, seed: int, lr
                 _call(fn, what, model, optimizer, x, y, precision, scaler)
             finally:
                 handle.remove()
-            checks.expect(torch.equal(before, _vec(model.parameters())),
-                          f"{what}: 梯度含 inf 的一步应被跳过 (skipped)，参数却变了。\n提示 (hint): {checks.HINTS['scaler_unused']}")
+            if not torch.equal(before, _vec(model.parameters())):
+                _fail(f"{what}: 梯度含 inf 的一步应被跳过 (skipped)，参数却变了。", "scaler_unused")
             checks.expect_close(scaler.get_scale(), s / 2, what=what + ": 含 inf 的一步之后 scale 应减半",
                                 mistakes=[checks.mistake("scaler_update", s)])
     finally:
@@ -286,5 +319,5 @@ def train_step_rejects(fn, precision: str) -> None:
         fn(model, torch.optim.SGD(model.parameters(), lr=0.1), torch.randn(2, 4), torch.tensor([0, 1]), precision)
     except ValueError:
         raised = True
-    checks.expect(raised, f"train_step(..., precision={precision!r}) 没有 raise ValueError。\n"
-                          f"提示 (hint): {checks.HINTS['precision_unknown']}")
+    if not raised:
+        _fail(f"train_step(..., precision={precision!r}) 没有 raise ValueError。", "precision_unknown")
