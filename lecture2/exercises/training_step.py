@@ -190,6 +190,17 @@ def underflow_case(fn, grad: torch.Tensor, scale: float, what: str) -> None:
         checks.mistake("zeros_counted", (scaled.to(torch.float16) == 0).double().mean().item())])
 
 
+def no_nonzero_case(fn, n: int = 10) -> None:
+    """fn(torch.zeros(n)) must return exactly 0.0: no nonzero entry, none to flush (0 / 0 would be NaN)."""
+    __tracebackhide__ = True
+    what = f"fp16_underflow_fraction(torch.zeros({n}))"
+    got = fn(torch.zeros(n))
+    checks.expect_type(got, float, what=what)
+    if math.isnan(got):
+        _fail(f"{what}: 得到 (got) nan。", "fp16_no_nonzero")
+    checks.expect_equal(got, 0.0, what=what)
+
+
 def drawn_gradient(rng: random.Random, n: int, lo: float, hi: float, zeros: float = 0.0, ties: float = 0.0,
                    tie_scale: float = 1.0) -> torch.Tensor:
     """n fp32 entries: magnitudes log-uniform in [2**lo, 2**hi], random signs, a share `zeros` of exact zeros
