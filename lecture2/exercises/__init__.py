@@ -4,6 +4,8 @@ the result with, and which usual mistakes it names. One module per notebook, nam
     dtypes (01)
     autograd (02)
     modules (03)
+    training_step (04)
+    flops (05)
     memory (06)
     checkpointing (07)
     sharding (10)
