@@ -87,24 +87,29 @@ def verify(raw: bytes, key: bytes) -> tuple[list[dict], str | None]:
     return events, None
 
 
+def _calls(source: str, method: str) -> list[tuple[str, ast.Call]]:
+    """(first argument, call) of each `x.method("literal", ...)` call in `source`, in order."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [(node.args[0].value, node) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)]
+
+
 def exercise_groups(source: str) -> dict[str, dict[str, float]]:
     """The exercises a test cell checks, from its source (the instructor's): name -> {group: weight} for
     `checks.exercise("name", points={"lecture": 1, ...})`, or name -> {} for an all-or-nothing exercise."""
     found: dict[str, dict[str, float]] = {}
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return found
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "exercise"
-                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            groups = {}
-            for kw in node.keywords:
-                if kw.arg == "points" and isinstance(kw.value, ast.Dict):
-                    for key, value in zip(kw.value.keys, kw.value.values):
-                        if isinstance(key, ast.Constant) and isinstance(value, ast.Constant):
-                            groups[str(key.value)] = float(value.value)
-            found[node.args[0].value] = groups
+    for name, node in _calls(source, "exercise"):
+        groups = {}
+        for kw in node.keywords:
+            if kw.arg == "points" and isinstance(kw.value, ast.Dict):
+                for key, value in zip(kw.value.keys, kw.value.values):
+                    if isinstance(key, ast.Constant) and isinstance(value, ast.Constant):
+                        groups[str(key.value)] = float(value.value)
+        found[name] = groups
     return found
 
 
@@ -115,15 +120,9 @@ def exercise_names(source: str) -> set[str]:
 
 def group_lines(source: str) -> dict[str, int]:
     """The line of each `with ex.group("label"):` in a test cell (to tell hidden groups from visible)."""
-    lines = {}
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return lines
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "group"
-                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            lines.setdefault(node.args[0].value, node.lineno)
+    lines: dict[str, int] = {}
+    for label, node in _calls(source, "group"):
+        lines.setdefault(label, node.lineno)
     return lines
 
 
