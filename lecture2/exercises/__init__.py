@@ -8,6 +8,8 @@ the result with, and which usual mistakes it names. One module per notebook, nam
     flops (05)
     memory (06)
     checkpointing (07)
+    timing (08)
+    cost (09)
     sharding (10)
 
 A test cell reads as the exercise's specification: its check groups, and in each group the cases with their
