@@ -156,6 +156,11 @@ class GPT(nn.Module):
             for _ in range(config.n_layer))
         self.norm_f = _norm(config.norm, config.d_model, config.bias)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        # GPT-2's initialisation of the embeddings, N(0, 0.02²). PyTorch's default N(0, 1), tied to the LM head,
+        # gives logits of standard deviation √d: a first loss far above ln V, and softmax probabilities below
+        # FP32's smallest normal number (denormals), on which a CPU's matmuls run several times slower.
+        nn.init.normal_(self.tok_emb.weight, std=0.02)
+        nn.init.normal_(self.pos_emb.weight, std=0.02)
         if config.tie_embeddings:
             self.lm_head.weight = self.tok_emb.weight
 
