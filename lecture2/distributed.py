@@ -122,7 +122,9 @@ class JobResult:
       all_gather, broadcast, reduce, all_to_all);
     wire_bytes: bytes this process wrote during the last step (/proc/self/io: on gloo, what it sent over
       its sockets; None where that file does not exist or the backend is NCCL);
-    timing (if asked): step_s, compute_s, comm_s; flops: FLOPs of one step's forward + backward (counted);
+    timing (if asked): step_s (the whole step), compute_s (its forward + backward alone, on a private copy of the
+      model), comm_s (its collectives alone, replayed), medians in seconds; flops: FLOPs of one step's forward +
+      backward (counted);
     checksum: sum of |parameters| after training (gathered), to compare engines.
     """
 
@@ -619,20 +621,23 @@ def _run_job(job: Job, group, device, backend: str) -> dict:
         repeat = job.timing
         dist.barrier(group=group)
         report["step_s"] = _median_seconds(lambda: engine.step(loss_fn), repeat, sync)
-        # the same step on a private copy, no communication at all: what the rank computes
-        from .zero import RECIPES as zero_recipes, Optimizer
+        # the step's forward + backward (the FLOPs MFU counts) on a private copy: no communication, no optimizer.
+        # The copy holds the engine's trained values: a CPU can take many times longer on the tiny (denormal)
+        # numbers a freshly initialised model's backward makes, so fresh weights would time other work.
+        from .zero import RECIPES as zero_recipes
 
-        torch.manual_seed(job.seed)
-        dtype, kind, _ = zero_recipes[job.recipe]
-        local = models.GPT(config).to(device=device, dtype=dtype)
+        local = models.GPT(config).to(device=device, dtype=zero_recipes[job.recipe][0])
         local_params = list(dict.fromkeys(local.parameters()))
-        local_opt = Optimizer(local_params, kind, lr=job.lr)
+        trained, start = engine.full_parameters(), 0  # a collective: every rank gathers the same values
+        with torch.no_grad():
+            for p in local_params:
+                p.copy_(trained[start:start + p.numel()].view_as(p))
+                start += p.numel()
 
         def local_step():
             for p in local_params:
                 p.grad = None
             loss_fn(local).backward()
-            local_opt.step([p.grad for p in local_params])
 
         local_step()
         dist.barrier(group=group)
