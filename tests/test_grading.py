@@ -103,7 +103,12 @@ def test_feedback_shows_no_hidden_test(course, graded):
 def test_grades_csv_has_every_student(course, graded):
     """Does the grades CSV hold each student with every notebook's score and the total?"""
     rows = {r["student"]: r for r in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # the planted mistake keeps the groups it passes
+        kept = {stem: gb.find_grade(test_id, stem, ASSIGNMENT, "planted-mistake").score
+                for stem, (test_id, _) in graded["_planted"].items()}
     for student, by_notebook in _students(graded).items():
+        if student == "planted-mistake":
+            by_notebook = {stem: want + kept[stem] for stem, want in by_notebook.items()}
         assert float(rows[student]["total"]) == pytest.approx(sum(by_notebook.values())), student
         for stem, want in by_notebook.items():
             assert float(rows[student][stem]) == pytest.approx(want), (student, stem)
