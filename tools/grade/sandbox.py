@@ -117,9 +117,9 @@ def command(scratch: Path, runner: Path, runner_args: list[str], fds: tuple[int,
     return [
         BWRAP, *_namespaces(), "--clearenv", *setenv,
         "--ro-bind", "/usr", "/usr", *root_links, *etc,
+        "--size", str(tmp_bytes), "--tmpfs", "/tmp",  # before the course's binds: a course under /tmp stays seen
         *_ro_binds([Path(sys.base_prefix), Path(sys.prefix), package, runner]),
         "--proc", "/proc", "--dev", "/dev",
-        "--size", str(tmp_bytes), "--tmpfs", "/tmp",
         "--bind", str(scratch), SANDBOX_DIR, "--chdir", SANDBOX_DIR,
         "--info-fd", str(info_fd),
         str(python), "-I", "-X", "utf8", str(runner.resolve()), *map(str, fds), *runner_args,
