@@ -46,7 +46,7 @@ def filled_release(folder: Path) -> list[Path]:
 
 def course_with(students: int, root: Path, submission: Path) -> Path:
     course = root / "course"
-    course.mkdir()
+    course.mkdir(parents=True)
     shutil.copy(ROOT / "nbgrader_config.py", course)
     shutil.copytree(ROOT / "solutions", course / "solutions")
     shutil.copytree(ROOT / "notebooks", course / "notebooks")
