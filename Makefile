@@ -83,15 +83,15 @@ release: setup
 	$(BIN)/nbgrader generate_assignment lec02 --force
 
 grade: setup
-	$(BIN)/python -m tools.grade $(GRADE_ARGS)
+	$(BIN)/python -m lecture2_grader $(GRADE_ARGS)
 
 collect: setup
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=submissions.zip"; exit 2; }
-	$(BIN)/python -m tools.grade.collect $(ZIP)
+	$(BIN)/python -m lecture2_grader.collect $(ZIP)
 
 NOTEBOOK ?= $(wildcard notebooks/lec02/*.ipynb)
 validate: setup
-	$(BIN)/python -m tools.grade.validate $(NOTEBOOK)
+	$(BIN)/python -m lecture2_grader.validate $(NOTEBOOK)
 
 bundle: setup
 	$(BIN)/python -m tools.bundle

@@ -1,17 +1,20 @@
 """Comparisons for the notebooks' test cells, with messages a student can act on.
 
-A test cell holds the reference numbers (with their sources) and the usual wrong answers as data; this
-module only compares and explains. Messages are Chinese with the English technical terms.
+A test cell holds the reference numbers (with their sources); lecture2.exercises holds the cases and the
+usual wrong answers as data; this module only compares and explains. Messages are Chinese with the English
+technical terms. Every hint has a key (`HINTS`, extended by each exercise module with `register_hints`): a
+failure carries its key to the grader's feedback and to the class's table of mistakes.
 
-While nbgrader grades or validates (it sets NBGRADER_EXECUTION) every failure raises, so the cell earns
-no points. In the lab, an exercise that is still a stub (NotImplementedError) prints a notice instead of
-stopping `Run All`, so a student can read the whole notebook before filling anything in.
+An answer's values reach a check through lecture2.answers as plain data (lecture2.wire): exact built-in types
+and torch values; anything else arrives as a `wire.Unsupported` marker, which the comparisons refuse with a
+message that says what to return instead.
 
-Answers are compared as exact built-in types (`int`, `float`, `str`, `list`, `tuple`, `dict`, ... and exactly
-`torch.Tensor`): a subclass could compare equal to anything, so it is refused with a message that says
-what to return instead. When the course's grader runs a notebook (tools/grade/runner.py), `exercise`
-reports each passed exercise to the grader's result sink; that report, not anything printed, is what earns
-the points.
+Checks come in named groups (`with checks.exercise(name, points={...}) as ex:` then `with ex.group(label):`);
+each group's outcome is recorded and the next group still runs. A group whose answer raised
+NotImplementedError is "not implemented"; an exercise all of whose groups are is still a stub: in the lab
+that prints a notice and lets `Run All` go on. The outcomes go to the result sink of the process that runs the
+test cell: under the course's grader that is the judge, a process that holds the checks and never a student's
+object; what a cell prints earns nothing.
 """
 from __future__ import annotations
 
@@ -21,20 +24,27 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from . import wire
+from .answers import AnswerTimeout, AnswerUnavailable
+
 __all__ = ["CheckFailed", "Exercise", "HINTS", "Mistake", "exercise", "expect", "expect_close", "expect_equal",
-           "expect_type", "grading", "mistake"]
+           "expect_type", "fail", "grading", "hint_key", "mistake", "register_hints"]
 
 
 class CheckFailed(AssertionError):
     """A check that did not pass; its message says what was expected, what came back, and a hint.
 
-    `what`, `want` and `hint` are kept apart from the message for the grader's feedback, which shows them
-    and never the student's own value (a value the student's code made can carry anything).
+    `what`, `want`, `hint` and `hint_key` are kept apart from the message for the grader's feedback, which
+    shows them (for a hidden check, the hint only) and never the student's own value.
     """
 
-    def __init__(self, message: str, *, what: str | None = None, want: object = None, hint: str | None = None):
+    def __init__(self, message: str, *, what: str | None = None, want: object = None, hint: str | None = None,
+                 hint_key: str | None = None):
         super().__init__(message)
+        if hint_key is not None and hint is None:
+            hint = HINTS[hint_key]
         self.what, self.want, self.hint = what, want, hint
+        self.hint_key = hint_key if hint_key is not None else (key_of_hint(hint) if hint else None)
 
 
 # The usual mistakes, by name. A test cell pairs one with the value that mistake would produce.
@@ -163,21 +173,54 @@ HINTS: dict[str, str] = {
     "allreduce_two_phases": "all-reduce = reduce-scatter + all-gather：每个 rank 发送 2(n-1)/n × S，不是 (n-1)/n × S。",
     "comm_per_rank": "差了 n 倍：要的是每个 rank 发送的字节数，不是所有 rank 加起来的总数。",
     "zero1_allreduce": "这是 PyTorch 的 ZeroRedundancyOptimizer 的做法 (DDP 的 all-reduce + 参数 broadcast = 3(n-1)/n)；论文的 ZeRO-1 用 reduce-scatter 梯度 + all-gather 参数，和 DDP 一样是 2(n-1)/n。",
+    # any exercise
+    "builtin_types": "返回值要是内置类型 (built-in types)，不是它们的子类或 numpy 标量。",
     "replicated_floor": "ZeRO-1/2 里有一部分 (ZeRO-1 的参数和梯度，ZeRO-2 的参数) 每个 rank 都存完整的一份，不会随 n 变小：只有切开的部分除以 n。这部分本身放不下时，多少张卡都不够，应返回 None。",
 }
 
 
+def register_hints(hints: dict[str, str]) -> None:
+    """Add an exercise module's own hints to HINTS (keys like "timing.mean"); a key keeps one text."""
+    for key, text in hints.items():
+        if HINTS.get(key, text) != text:
+            raise ValueError(f"hint {key!r} is registered with another text")
+        HINTS[key] = text
+
+
+def key_of_hint(text: str) -> str:
+    """The key of a registered hint text (a hint that is not registered is a bug of the course: KeyError)."""
+    for key, value in HINTS.items():
+        if value == text:
+            return key
+    raise KeyError(f"hint not registered in lecture2.checks.HINTS: {text[:60]!r}")
+
+
+def hint_key(key: str) -> str:
+    """`key` itself, after making sure it is a registered hint."""
+    if key not in HINTS:
+        raise KeyError(f"no hint {key!r} in lecture2.checks.HINTS")
+    return key
+
+
 @dataclass(frozen=True)
 class Mistake:
-    """The value a known mistake produces, and the hint to show when a student's answer equals it."""
+    """The value a known mistake produces, and the hint (text and key) to show when an answer equals it."""
 
     value: object
     hint: str
+    key: str | None = None
 
 
 def mistake(kind: str, value: object) -> Mistake:
-    """A `Mistake` whose hint is `HINTS[kind]`; `kind` may also be a hint text of its own."""
-    return Mistake(value, HINTS.get(kind, kind))
+    """A `Mistake` whose hint is `HINTS[kind]`."""
+    return Mistake(value, HINTS[kind], kind)
+
+
+def fail(message: str, hint_key: str | None = None, *, what: str | None = None) -> None:
+    """Fail with `message` and the hint of usual mistake `hint_key` (shown, and carried by key)."""
+    __tracebackhide__ = True
+    hint = HINTS[hint_key] if hint_key else None
+    raise CheckFailed(message + (f"\n提示 (hint): {hint}" if hint else ""), what=what, hint=hint, hint_key=hint_key)
 
 
 def grading() -> bool:
@@ -216,6 +259,8 @@ def _foreign(value: object, depth: int = 0) -> str | None:
     kind = type(value)
     if kind in _SCALARS or kind in _exact_types():
         return None
+    if kind is wire.Unsupported:
+        return value.type_name
     if depth > 20:
         return "a value nested more than 20 levels deep"
     if kind in (list, tuple, set, frozenset):
@@ -240,28 +285,30 @@ def _refuse_foreign(got: object, what: str) -> None:
     if bad:
         raise CheckFailed(f"{what}: 应返回 Python 内置类型 (built-in types: int, float, str, list, tuple, dict) "
                           f"或 torch.Tensor 组成的值，得到 {bad}。用 int(...) / float(...) / .item() / .tolist() 转换。",
-                          what=what, hint="返回值要是内置类型 (built-in types)，不是它们的子类或 numpy 标量。")
+                          what=what, hint_key="builtin_types")
 
 
-def _fail(what: str, want: object, got: object, hint: str | None = None, extra: str = "") -> None:
+def _fail(what: str, want: object, got: object, found: Mistake | None = None, extra: str = "") -> None:
     __tracebackhide__ = True
     message = f"{what}: 期望 (expected) {_fmt(want)}，得到 (got) {_fmt(got)}。{extra}"
-    if hint:
-        message += f"\n提示 (hint): {hint}"
-    raise CheckFailed(message, what=what, want=want, hint=hint)
+    if found:
+        message += f"\n提示 (hint): {found.hint}"
+    raise CheckFailed(message, what=what, want=want, hint=found.hint if found else None,
+                      hint_key=found.key if found else None)
 
 
 def _close(a: float, b: float, rtol: float, atol: float) -> bool:
     return math.isclose(a, b, rel_tol=rtol, abs_tol=atol) or (math.isinf(a) and a == b)
 
 
-def _matching_hint(got: object, mistakes, rtol: float, atol: float) -> str | None:
+def _matching_hint(got: object, mistakes, rtol: float, atol: float) -> Mistake | None:
+    """The first usual mistake whose value `got` equals (numbers within rtol/atol)."""
     for m in mistakes:
         if _is_number(got) and _is_number(m.value):
             if _close(float(got), float(m.value), rtol, atol):
-                return m.hint
+                return m
         elif _foreign(m.value) is None and type(got) is type(m.value) and got == m.value:
-            return m.hint
+            return m
     return None
 
 
@@ -362,11 +409,29 @@ def expect(condition: object, message: str) -> None:
 
 
 def _report(name: str, groups: dict[str, dict] | None) -> None:
-    """Tell the course's grader, when it runs this notebook, how exercise `name` did: passed (groups None)
-    or, for an exercise in check groups, each group's outcome (a no-op outside the grader)."""
+    """Hand exercise `name`'s outcome to the result sink of the process that runs this test cell, if any (the
+    course's grader installs one in its judge; in the lab there is none)."""
     sink = sys.modules.get("_lecture2_result_sink")
     if sink is not None:
         sink.report(name, groups)
+
+
+def _outcome(error: BaseException | None) -> dict:
+    """A group's outcome from how its checks ended (None: they passed)."""
+    if error is None:
+        return {"passed": True, "status": "passed", "hint": None, "hint_key": None, "message": ""}
+    if isinstance(error, NotImplementedError):
+        return {"passed": False, "status": "not implemented", "hint": None, "hint_key": None,
+                "message": "not implemented"}
+    if isinstance(error, CheckFailed):
+        return {"passed": False, "status": "failed", "hint": error.hint, "hint_key": error.hint_key,
+                "message": str(error)[:4000], "what": error.what, "want": None if error.want is None else _fmt(error.want)}
+    status = "timeout" if isinstance(error, AnswerTimeout) else "error"
+    return {"passed": False, "status": status, "hint": None, "hint_key": None,
+            "message": f"{type(error).__name__}: {error}"[:1000]}
+
+
+NOT_RUN = {"passed": False, "status": "not run", "hint": None, "hint_key": None, "message": "not run"}
 
 
 class Exercise:
@@ -375,7 +440,7 @@ class Exercise:
 
     def __init__(self, name: str, points: dict[str, float] | None):
         self.name, self.points = name, dict(points or {})
-        self.outcomes: dict[str, dict] = {}  # group -> {"passed": bool, "hint": str | None, "message": str}
+        self.outcomes: dict[str, dict] = {}  # group -> {"passed", "status", "hint", "hint_key", "message", ...}
 
     @contextmanager
     def group(self, label: str):
@@ -385,60 +450,63 @@ class Exercise:
             raise KeyError(f"group {label!r} is not among the exercise's groups {sorted(self.points)}")
         try:
             yield
-        except NotImplementedError:
-            raise
-        except CheckFailed as err:
-            self.outcomes[label] = {"passed": False, "hint": err.hint, "message": str(err), "what": err.what,
-                                    "want": None if err.want is None else _fmt(err.want)}
-        except Exception as err:  # the student's function raised: this group fails, the others run
-            self.outcomes[label] = {"passed": False, "hint": None,
-                                    "message": f"{type(err).__name__}: {err}"[:500]}
+        except Exception as err:  # a failed check, or the answer raised: this group fails, the others run
+            self.outcomes[label] = _outcome(err)
         else:
-            self.outcomes[label] = {"passed": True, "hint": None, "message": ""}
+            self.outcomes[label] = _outcome(None)
 
     def summary(self) -> str:
         parts = []
         for label, weight in self.points.items():
             if label in self.outcomes:
-                mark = "✅" if self.outcomes[label]["passed"] else "❌"
+                status = self.outcomes[label]["status"]
+                mark = "✅" if status == "passed" else "⏳" if status == "not implemented" else "❌"
                 parts.append(f"{mark} {label} ({weight:g})")
         return "，".join(parts)
+
+    def report(self) -> dict[str, dict]:
+        return {g: self.outcomes.get(g, NOT_RUN) for g in self.points}
 
 
 @contextmanager
 def exercise(name: str, points: dict[str, float] | None = None):
     """Wrap an exercise's checks: a success line when they pass, a notice for an unfilled stub.
 
-    In the lab an unfilled exercise (NotImplementedError) prints a notice and lets `Run All` go on;
-    under nbgrader it raises so that the cell earns no points. Any other failure raises everywhere.
-
     With `points` ({group: weight}, e.g. {"lecture": 1, "drawn": 2}) the checks come in named groups
-    (`with ex.group("drawn"):`), each worth its share of the cell's points when all its cases pass: the
-    grader awards the shares of the groups this context reports passed. A group that did not run (the
-    hidden ones, in the lab) counts for nothing here and is not shown.
+    (`with ex.group("drawn"):`), each worth its share of the cell's points when all its cases pass; the
+    grader reads the weights from the instructor's notebook and awards the shares of the groups this context
+    reports passed. A group that did not run (the hidden ones, in the lab) counts for nothing and is not shown.
+    Without `points` the whole exercise is one group.
+
+    An exercise whose every group that ran raised NotImplementedError is a stub: in the lab it prints a notice
+    and lets `Run All` go on; under grading it fails. Any other failure raises, with the first failed group's
+    message and every group's mark.
     """
     __tracebackhide__ = True
-    ex = Exercise(name, points)
+    ex = Exercise(name, points or {name: 1.0})
+    whole = not points
     try:
-        yield ex
-    except NotImplementedError:
+        if whole:
+            with ex.group(name):
+                yield ex
+        else:
+            yield ex
+    except BaseException:  # an error in the check itself, or a timeout: the groups that finished still count
+        _report(name, ex.report())
+        raise
+    ran = list(ex.outcomes.values())
+    stub = bool(ran) and all(o["status"] == "not implemented" for o in ran)
+    _report(name, ex.report())
+    if stub:
         if grading():
-            _report(name, {g: {"passed": False, "hint": None, "message": "not implemented"} for g in ex.points} or None)
-            raise CheckFailed(f"练习 {name} 还没有完成 (not implemented yet)。", what=name, hint=None) from None
+            raise CheckFailed(f"练习 {name} 还没有完成 (not implemented yet)。", what=name)
         print(f"⏳ 练习 {name} 还没有完成 (not implemented yet)：填写上面的函数后再运行这个检查。")
         return
-    except BaseException:
-        if ex.points:  # a timeout or an error in the check itself: the groups that finished still count
-            _report(name, {g: ex.outcomes.get(g, {"passed": False, "hint": None, "message": "not run"})
-                           for g in ex.points})
-        raise
-    if not ex.points:
-        _report(name, None)
-        print(f"✅ {name}: 检查通过 (all checks passed)")
-        return
-    _report(name, {g: ex.outcomes.get(g, {"passed": False, "hint": None, "message": "not run"}) for g in ex.points})
     failed = [g for g, o in ex.outcomes.items() if not o["passed"]]
     if failed:
         first = ex.outcomes[failed[0]]
-        raise CheckFailed(f"{first['message']}\n[{name}: {ex.summary()}]", what=None, hint=first["hint"])
-    print(f"✅ {name}: 检查通过 (all checks passed) — {ex.summary()}")
+        if whole:
+            raise CheckFailed(first["message"], what=first.get("what"), hint=first["hint"], hint_key=first["hint_key"])
+        raise CheckFailed(f"{first['message']}\n[{name}: {ex.summary()}]", what=None, hint=first["hint"],
+                          hint_key=first["hint_key"])
+    print(f"✅ {name}: 检查通过 (all checks passed)" + ("" if whole else f" — {ex.summary()}"))

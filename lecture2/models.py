@@ -25,6 +25,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import wire
+
 __all__ = ["GPT", "GPTConfig", "MLP", "FeedForward", "MultiHeadAttention", "TransformerBlock", "GPT2_SMALL"]
 
 
@@ -114,6 +116,7 @@ class TransformerBlock(nn.Module):
         return x
 
 
+@wire.transportable
 @dataclass(frozen=True)
 class GPTConfig:
     """A GPT-style decoder. Defaults are the lecture's modern block (RMSNorm, no biases), GPT-2 small sized."""

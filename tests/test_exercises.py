@@ -5,7 +5,9 @@ import nbformat
 import pytest
 
 from conftest import RELEASE, SOLUTIONS, notebook_names
-from kernel import NotebookKernel, Result
+from judging import Judging, failures_text, reference_answers
+from kernel import NotebookKernel
+from lecture2 import checks
 from planted import Planted, all_planted
 
 pytestmark = pytest.mark.slow
@@ -29,36 +31,29 @@ def graded_pairs(path) -> list[tuple[str, str]]:
 GENERIC = ("期望 (expected)", "得到 (got)", "提示 (hint)")
 
 
-def planted_failures(kernel: NotebookKernel, p, stub: str, test: str, visible_test: str) -> list[str]:
-    """What is wrong with planted mistake `p`: its cell must run cleanly (over the stub, so that a planted cell
-    that defines nothing cannot be graded as the definition before it), then its check must fail with a
-    message carrying p.expect, which must be more than the exception's name (a KeyError of the wrong answer
-    itself explains nothing), and a mistake marked `visible` must fail the visible checks (the release's
-    test cell) the same way."""
+def planted_problems(p: Planted, result, where: str) -> list[str]:
+    """What is wrong with how a check answered planted mistake `p`: it must lose points, and a failed group
+    must carry the mistake's hint, by key when `p.expect` is one of the course's hints (so that feedback and
+    mistakes.csv name it), or else in its message."""
     label = f"planted mistake {p.name!r} in {p.grade_id}"
-    if not p.expect.strip() or p.expect.strip() in GENERIC:
-        return [f"{label}: expects {p.expect!r}, which every failure prints; expect its own hint"]
-    kernel.run(stub)
-    planted = kernel.run(p.source)
-    if planted.error:
-        return [f"{label}: the planted cell itself fails: {planted.error}"]
-    failures = []
-    for where, cell in [("check", test)] + ([("visible check", visible_test)] if p.visible else []):
-        result = kernel.run(cell)
-        if not result.error:
-            failures.append(f"{label} passes its {where}")
-        elif p.expect.strip() == result.error.split(":")[0]:
-            failures.append(f"{label}: expects only the name of the exception its {where} ends with; expect a hint:\n"
-                            f"  {result.error}")
-        elif p.expect not in result.error:
-            failures.append(f"{label}: the message of its {where} lacks {p.expect!r}:\n  {result.error}")
-    return failures
+    if result.points >= result.max_points and result.groups and all(g["passed"] for g in result.groups):
+        return [f"{label} passes its {where}"]
+    failed = [g for g in result.groups if not g["passed"]]
+    keyed = {checks.HINTS.get(g.get("hint_key") or "", None) for g in failed}
+    registered = p.expect in checks.HINTS.values()
+    if registered and p.expect in keyed:
+        return []
+    if not registered and any(p.expect in str(g.get("message") or "") for g in failed):
+        return []
+    how = "by its hint key" if registered else "in a failed group's message"
+    return [f"{label}: its {where} does not name it {how}:\n  " + failures_text(result).replace("\n", "\n  ")]
 
 
 @pytest.mark.parametrize("name", notebook_names())
 def test_reference_passes_stub_fails_mistakes_draw_hints(name):
-    """Does each check pass the reference, fail the release stub, and name each planted mistake (the mistakes a
-    statement warns about already in its visible checks)?"""
+    """On the grader's own path (the judge running the test cells, the answers in a student's process), does
+    each check give the reference full points, the release stub none ("not implemented"), and each planted
+    mistake fewer points with its own hint (a mistake the statement warns about already in the visible checks)?"""
     planted = all_planted().get(name, [])
     pairs = graded_pairs(SOLUTIONS / name)
     assert pairs, f"{name} has no graded exercise"
@@ -67,28 +62,35 @@ def test_reference_passes_stub_fails_mistakes_draw_hints(name):
         by_solution.setdefault(p.grade_id, []).append(p)
     missing = [sol for sol, _ in pairs if sol not in by_solution]
     assert not missing, f"{name}: exercises without planted mistakes in tests/planted: {missing}"
-
+    bad_expect = [p.name for p in planted if not p.expect.strip() or p.expect.strip() in GENERIC]
+    assert not bad_expect, f"planted mistakes that expect only text every failure prints: {bad_expect}"
     release_cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source
                      for c in nbformat.read(RELEASE / name, as_version=4).cells}
-    kernel = NotebookKernel(SOLUTIONS / name, grading=True)
-    try:
-        kernel.run_until(None)  # the whole reference notebook: every cell must run
-        failures = []
+    reference = reference_answers(name)
+    failures = []
+    with Judging(name) as j:
         for solution_id, test_id in pairs:
-            reference, test = kernel.cell(solution_id), kernel.cell(test_id)
-            result = kernel.run(test)
-            if result.error:
-                failures.append(f"reference {solution_id} fails its check: {result.error}")
-            kernel.run(release_cells[solution_id])  # the student's stub
-            result = kernel.run(test)
-            if not (result.error and "not implemented" in result.error):
-                failures.append(f"stub {solution_id}: expected a 'not implemented' failure, got {result.error!r}")
+            for status in j.run_until(test_id):
+                assert status.get("status") == "ok", f"{name}: a cell the answers need fails: {status}"
+            result = j.test(test_id)
+            if result.points != result.max_points:
+                failures.append(f"reference {solution_id} earns {result.points}/{result.max_points}:\n{failures_text(result)}")
+            j.answer(solution_id, release_cells[solution_id])  # the student's stub
+            result = j.test(test_id)
+            if result.status != "not implemented" or result.points:
+                failures.append(f"stub {solution_id}: expected 'not implemented' and 0 points, got {result.status} "
+                                f"{result.points}:\n{failures_text(result)}")
             for p in by_solution[solution_id]:
-                failures += planted_failures(kernel, p, release_cells[solution_id], test, release_cells[test_id])
-            kernel.run(reference)
-        assert not failures, "\n".join(failures)
-    finally:
-        kernel.close()
+                j.answer(solution_id, release_cells[solution_id])  # a planted cell that defines nothing fails as the stub
+                status = j.answer(solution_id, p.source)
+                if status.get("status") != "ok":
+                    failures.append(f"planted mistake {p.name!r}: the planted cell itself fails: {status}")
+                    continue
+                failures += planted_problems(p, j.test(test_id), "check")
+                if p.visible:
+                    failures += planted_problems(p, j.test(test_id, visible=True), "visible check")
+            j.answer(solution_id, reference[solution_id])
+    assert not failures, "\n".join(failures)
 
 
 @pytest.mark.parametrize("name", notebook_names())
@@ -108,38 +110,3 @@ def test_release_runs_to_the_end_in_the_lab(name):
         assert notices == len(graded_pairs(SOLUTIONS / name)), "each unfilled exercise's check prints a notice"
     finally:
         kernel.close()
-
-
-class _ScriptedKernel:
-    """Stands in for a kernel: each source gets the Result of a table (default: ran cleanly)."""
-
-    def __init__(self, answers: dict):
-        self.answers, self.ran = answers, []
-
-    def run(self, source: str) -> Result:
-        self.ran.append(source)
-        return self.answers.get(source, Result())
-
-
-def test_planted_failures_are_reported_for_every_way_a_planted_mistake_can_prove_nothing():
-    """Is a planted cell that raises, a message without the hint, an expect that is only the exception's name
-    or text every failure prints, and a visible check that lets the mistake through each reported; and is the
-    stub run before the planted cell, so that a planted cell defining nothing cannot be graded as the one
-    before it?"""
-    hint = "提示 (hint): the hint"
-    failed = Result(error=f"CheckFailed: f(): 期望 (expected) 1，得到 (got) 2。\n{hint}")
-
-    def run(answers, expect="the hint", visible=False):
-        kernel = _ScriptedKernel(answers)
-        p = Planted("ex", "demo", "PLANTED", expect, visible=visible)
-        return kernel, planted_failures(kernel, p, "STUB", "TEST", "VISIBLE")
-
-    kernel, failures = run({"TEST": failed, "VISIBLE": failed}, visible=True)
-    assert failures == [] and kernel.ran[:2] == ["STUB", "PLANTED"]
-    assert "planted cell itself fails" in run({"PLANTED": Result(error="NameError: x"), "TEST": failed})[1][0]
-    assert "name of the exception" in run({"TEST": Result(error="KeyError: 'fp8'")}, expect="KeyError")[1][0]
-    assert run({"TEST": Result(error="RuntimeError: 不能调用 the hint")})[1] == []  # a message that carries the hint
-    assert "lacks" in run({"TEST": Result(error="CheckFailed: f(): 期望 (expected) 1，得到 (got) 2。")})[1][0]
-    assert "passes its check" in run({})[1][0]
-    assert "every failure prints" in run({"TEST": failed}, expect="期望 (expected)")[1][0]
-    assert "passes its visible check" in run({"TEST": failed}, visible=True)[1][0]

@@ -1,11 +1,15 @@
-"""Notebook 01's check cases: tensor_bytes, float_format_limits, weight_memory."""
+"""Notebook 01's check cases: tensor_bytes, float_format_limits, weight_memory.
+
+Every answer is reached through lecture2.answers.call (plain data both ways); expected values are measured here
+(a real tensor's nbytes, torch.finfo) or passed in by the test cell.
+"""
 from __future__ import annotations
 
 import math
 
 import torch
 
-from lecture2 import checks
+from lecture2 import answers, checks
 
 # PyTorch's floating-point dtypes by (exponent bits, mantissa bits): their torch.finfo is the live reference.
 TORCH_FORMATS = {(5, 10): torch.float16, (8, 7): torch.bfloat16, (8, 23): torch.float32, (11, 52): torch.float64,
@@ -19,16 +23,15 @@ def tensor_bytes_case(fn, shape: tuple[int, ...], dtype: torch.dtype, want: int 
     if want is None:
         want = torch.empty(shape, dtype=dtype).nbytes
     try:
-        got = fn(shape, dtype)
+        got = answers.call(fn, shape, dtype)
     except NotImplementedError:
         raise
     except TypeError as err:
         if shape != ():
             raise
-        checks.expect(False, f"{what} 出错 (raised) TypeError: {err}\n提示 (hint): {checks.HINTS['shape_scalar']}")
+        checks.fail(f"{what} 出错 (raised) TypeError: {err}", "shape_scalar")
     except (RuntimeError, MemoryError) as err:  # the answer allocated the tensor to ask for its size
-        checks.expect(False, f"{what} 出错 (raised) {type(err).__name__}: {str(err)[:100]}\n"
-                             f"提示 (hint): {checks.HINTS['tensor_allocated']}")
+        checks.fail(f"{what} 出错 (raised) {type(err).__name__}: {str(err)[:100]}", "tensor_allocated")
     size = torch.empty(0, dtype=dtype).element_size()
     checks.expect_type(got, int, what=what)
     checks.expect_equal(got, want, what=what, mistakes=[
@@ -56,15 +59,15 @@ def float_format_case(fn, e: int, m: int, want: dict[str, float] | None = None, 
     want = want if want is not None else finfo_limits(TORCH_FORMATS[(e, m)])
     what = f"float_format_limits({e}, {m})"
     try:
-        got = fn(e, m)
+        got = answers.call(fn, e, m)
     except LookupError as err:  # a table of PyTorch's dtypes has no row for this format
-        checks.expect(False, f"{what} 出错 (raised) {type(err).__name__}: {err}\n提示 (hint): {checks.HINTS['format_from_table']}")
+        checks.fail(f"{what} 出错 (raised) {type(err).__name__}: {err}", "format_from_table")
     checks.expect_type(got, dict, what=what)
     checks.expect(set(got) >= {"max", "tiny", "eps"}, f"{what} 应有键 (keys) 'max', 'tiny', 'eps'，得到 {sorted(got)}")
     for (e2, m2), dt in TORCH_FORMATS.items():  # another format's torch.finfo: looked up, not derived
         fi = torch.finfo(dt)
         if (e2, m2) != (e, m) and [got[k] for k in ("max", "tiny", "eps")] == [fi.max, fi.tiny, fi.eps]:
-            checks.expect(False, f"{name}: {what} 返回的是 torch.finfo({dt}) 的值。\n提示 (hint): {checks.HINTS['format_from_table']}")
+            checks.fail(f"{name}: {what} 返回的是 torch.finfo({dt}) 的值。", "format_from_table")
     bias, wrong_bias = 2 ** (e - 1) - 1, 2 ** (e - 1)
     checks.expect_close(got["eps"], want["eps"], what=f"{name} eps", rtol=1e-12,
                         mistakes=[checks.mistake("eps_half", want["eps"] / 2)])
@@ -82,7 +85,7 @@ def weight_memory_case(fn, n: int, dtype: torch.dtype, unit: str, want_bytes: fl
     __tracebackhide__ = True
     want = want_bytes / (1e9 if unit == "GB" else 2**30)
     other = want_bytes / (2**30 if unit == "GB" else 1e9)
-    checks.expect_close(fn(n, dtype, unit), want, rtol=1e-9, what=f"weight_memory({n:.4g}, {dtype}, {unit!r})",
+    checks.expect_close(answers.call(fn, n, dtype, unit), want, rtol=1e-9, what=f"weight_memory({n:.4g}, {dtype}, {unit!r})",
                         mistakes=[checks.mistake("gib_for_gb" if unit == "GB" else "gb_for_gib", other),
                                   checks.mistake("bits_for_bytes", want * 8)])
 
@@ -90,13 +93,11 @@ def weight_memory_case(fn, n: int, dtype: torch.dtype, unit: str, want_bytes: fl
 def weight_memory_rejects(fn, unit: str) -> None:
     """fn(1000, float32, unit) must raise ValueError for a unit other than GB and GiB."""
     __tracebackhide__ = True
-    raised = False
     try:
-        fn(1000, torch.float32, unit)
+        answers.call(fn, 1000, torch.float32, unit)
     except ValueError:
-        raised = True
-    checks.expect(raised, f"weight_memory(1000, torch.float32, {unit!r}) 没有 raise ValueError。\n"
-                          f"提示 (hint): {checks.HINTS['unit_unknown']}")
+        return
+    checks.fail(f"weight_memory(1000, torch.float32, {unit!r}) 没有 raise ValueError。", "unit_unknown")
 
 
 def allocated_bytes(tensor_maker) -> int:
@@ -108,3 +109,21 @@ def allocated_bytes(tensor_maker) -> int:
     asked = requested() - before
     del tensor
     return asked
+
+
+# How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
+ORACLE = {
+    "tensor_bytes": answers.Oracle(
+        returns="the int it returns for each (shape, dtype)",
+        expected="PyTorch's nbytes of a real tensor of that shape and dtype; for shapes no machine can allocate, "
+                 "the element count × itemsize; on CUDA, the bytes the caching allocator is asked for",
+        tampering="nothing but the returned number, which is the answer asked for"),
+    "float_format_limits": answers.Oracle(
+        returns="the dict {max, tiny, eps} it returns for each (exponent bits, mantissa bits)",
+        expected="torch.finfo of PyTorch's own dtypes; the IEEE formulas for formats PyTorch lacks (drawn bit counts)",
+        tampering="nothing but the returned numbers"),
+    "weight_memory": answers.Oracle(
+        returns="the float it returns; whether it raises ValueError for another unit",
+        expected="nbytes of real tensors of drawn sizes, in GB (10^9) or GiB (2^30)",
+        tampering="nothing but the returned number"),
+}

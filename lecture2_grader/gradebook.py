@@ -1,8 +1,8 @@
 """Stage 6: the course's gradebook (nbgrader's gradebook.db) and grades.csv, written by the grader alone.
 
 Scores enter the gradebook only from `score.py`'s results, one student at a time, in the grader's process:
-no student process ever sees a gradebook. A withheld exercise is marked as needing a manual grade, so it
-shows in nbgrader's formgrader; a manual grade given there is kept when the student is graded again.
+no student process ever sees a gradebook. A manual grade given in nbgrader's formgrader is kept when the
+student is graded again.
 grades.csv is written from the gradebook and lists every student in it, whoever was graded this run.
 """
 from __future__ import annotations
@@ -93,7 +93,7 @@ def merge(course: Path, student: str, results: dict[str, NotebookResult]) -> dic
                 points = min(max(test.points, 0.0), maximum) if test else 0.0  # clamped: [0, the cell's points]
                 grade.auto_score = points
                 grade.manual_score = manual.get((nb.name, grade.name))
-                grade.needs_manual_grade = bool(test and test.status == "withheld" and grade.manual_score is None)
+                grade.needs_manual_grade = False
             gb.db.commit()
             scores[nb.name] = sum(g.score for g in nb.grades)
     return scores

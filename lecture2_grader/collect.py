@@ -1,6 +1,6 @@
 """`make collect ZIP=submissions.zip`: submissions as an LMS hands them over, into submitted/<student>/lec02/.
 
-    .venv/bin/python -m tools.grade.collect submissions.zip [more.zip ...]
+    .venv/bin/python -m lecture2_grader.collect submissions.zip [more.zip ...]
 
 nbgrader's own `zip_collect` does the work (extract the archive into downloaded/lec02/extracted/, then copy
 each file it can attribute into submitted/<student>/lec02/); this module gives it a collector for the file
@@ -104,7 +104,7 @@ def collect(course: Path, archives: list[Path]) -> tuple[dict[str, list[str]], l
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
                PYTHONPATH=f"{Path(__file__).resolve().parents[2]}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     proc = subprocess.run([str(bin_dir / "nbgrader"), "zip_collect", ASSIGNMENT, "--force", "--strict",
-                           "--collector=tools.grade.collect.LMSCollector"], cwd=course, env=env, text=True,
+                           "--collector=lecture2_grader.collect.LMSCollector"], cwd=course, env=env, text=True,
                           capture_output=True)
     if proc.returncode != 0:
         raise SystemExit(f"error: nbgrader zip_collect failed:\n{proc.stderr[-2000:]}")

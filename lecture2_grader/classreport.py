@@ -19,39 +19,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from . import ASSIGNMENT
-from .score import NotebookResult
-
-
-def summary(result: NotebookResult) -> dict:
-    """What a notebook's grading leaves for the class report (trusted: the grader's own results)."""
-    tests = []
-    for t in result.tests:
-        if t.groups:
-            groups = [{"group": g["group"], "exercise": g["exercise"], "passed": g["passed"], "hint": g.get("hint"),
-                       "points": g["points"], "max_points": g["max_points"],
-                       "not_implemented": g.get("message") == "not implemented"} for g in t.groups]
-        else:
-            message = str((t.failure or {}).get("message", ""))
-            groups = [{"group": "all", "exercise": t.grade_id, "passed": t.status == "passed",
-                       "hint": t.failure.get("hint") if t.failure else None, "points": t.points,
-                       "max_points": t.max_points, "not_implemented": "not implemented" in message}]
-        tests.append({"grade_id": t.grade_id, "status": t.status, "points": t.points, "max_points": t.max_points,
-                      "failure": (t.failure or {}).get("ename"), "reason": t.reason, "groups": groups})
-    return {"notebook": result.name, "score": result.score, "tests": tests}
-
-
-def hint_key(text: str | None, status: str) -> tuple[str, str]:
-    """(key, text) of the usual mistake a failure matched: a HINTS key, or what happened instead."""
-    from lecture2 import checks
-
-    if text:
-        for key, value in checks.HINTS.items():
-            if value == text:
-                return key, text
-        return "custom", text
-    return {"timeout": ("timeout", "the check ran past the cell timeout"),
-            "not run": ("not-run", "the notebook stopped before this check"),
-            "stopped": ("stopped", "the notebook stopped in this check")}.get(status, ("no-hint", "no usual mistake matched"))
+from .text import csv_cell
 
 
 def load(course: Path, students: list[str]) -> dict[str, dict[str, dict]]:
@@ -63,6 +31,19 @@ def load(course: Path, students: list[str]) -> dict[str, dict[str, dict]]:
     return found
 
 
+OTHER = {"not implemented": ("not-implemented", "the exercise was not filled in"),
+         "timeout": ("timeout", "the check ran past the time limit"),
+         "not run": ("not-run", "the notebook stopped before this check"),
+         "error": ("raised", "the answer raised an exception")}
+
+
+def hint_key(group: dict) -> tuple[str, str]:
+    """(key, text) of the usual mistake a failed group matched (the check's hint key), or what happened instead."""
+    if group.get("hint_key"):
+        return str(group["hint_key"]), str(group.get("hint") or "")
+    return OTHER.get(group.get("status"), ("no-hint", "no usual mistake matched"))
+
+
 def mistakes(results: dict[str, dict[str, dict]]) -> list[dict]:
     """Rows of mistakes.csv, most frequent first within each exercise."""
     who: dict[tuple, set[str]] = defaultdict(set)
@@ -70,15 +51,12 @@ def mistakes(results: dict[str, dict[str, dict]]) -> list[dict]:
     for student, notebooks in results.items():
         for stem, nb in notebooks.items():
             for test in nb["tests"]:
-                if test["status"] in ("withheld", "passed"):
+                if test["status"] == "passed":
                     continue
                 for group in test["groups"]:
                     if group["passed"]:
                         continue
-                    if group.get("not_implemented"):
-                        key, text = "not-implemented", "the exercise was not filled in"
-                    else:
-                        key, text = hint_key(group.get("hint"), test["status"])
+                    key, text = hint_key(group)
                     ident = (stem, test["grade_id"], group["group"], key)
                     who[ident].add(student)
                     texts[ident] = text
@@ -95,14 +73,14 @@ def write(course: Path, students: list[str], max_scores: dict[str, float]) -> tu
     with csv_path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=["notebook", "test", "group", "hint_key", "hint", "students", "who"])
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_cell(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows)
     folder = course / "class_report"
     folder.mkdir(exist_ok=True)
     for old in folder.glob("*.png"):
         old.unlink()
     figures = _figures(results, rows, max_scores, folder)
-    withheld = [(student, stem, t["grade_id"], t["reason"]) for student, nbs in sorted(results.items())
-                for stem, nb in sorted(nbs.items()) for t in nb["tests"] if t["status"] == "withheld"]
+    flagged = [(student, stem, "; ".join(nb.get("findings") or [])) for student, nbs in sorted(results.items())
+               for stem, nb in sorted(nbs.items()) if nb.get("findings")]
     page = ["<!doctype html><meta charset='utf-8'><title>Class report</title>",
             "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}td,th{padding:2px 8px;text-align:left}"
             "img{max-width:100%}</style>",
@@ -111,11 +89,11 @@ def write(course: Path, students: list[str], max_scores: dict[str, float]) -> tu
             "printed). <a href='../mistakes.csv'>mistakes.csv</a> has every row.</p>"]
     for title, name in figures:
         page += [f"<h2>{html.escape(title)}</h2>", f"<img src='{name}' alt='{html.escape(title)}'>"]
-    page.append("<h2>Answers withheld by the static scan (review them, then grade with --allow)</h2>")
-    if withheld:
-        page.append("<table><tr><th>student</th><th>notebook</th><th>test cell</th><th>construct and line</th></tr>")
-        page += [f"<tr><td>{html.escape(s)}</td><td>{html.escape(n)}</td><td>{html.escape(g)}</td><td>{html.escape(r)}</td></tr>"
-                 for s, n, g, r in withheld]
+    page.append("<h2>Answers the static scan flagged for a look (scored as usual)</h2>")
+    if flagged:
+        page.append("<table><tr><th>student</th><th>notebook</th><th>constructs and lines</th></tr>")
+        page += [f"<tr><td>{html.escape(s)}</td><td>{html.escape(n)}</td><td>{html.escape(r)}</td></tr>"
+                 for s, n, r in flagged]
         page.append("</table>")
     else:
         page.append("<p>none</p>")

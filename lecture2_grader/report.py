@@ -2,7 +2,7 @@
 
     alice: 25/25 — ok
     bob: 20/25 — 01_tensors_dtypes: a cell timed out
-    carol: 18/25 — 03_modules: notebook missing (0 points); 05_flops: withheld for review: ex05_matmul_flops line 3: import of os
+    carol: 18/25 — 03_modules: notebook missing (0 points); 05_flops: flagged for review (scored as usual): ex05_matmul_flops line 3: imports os
 """
 from __future__ import annotations
 
@@ -24,5 +24,8 @@ class Student:
 
 
 def report_line(student: Student, max_total: float) -> str:
+    """One terminal line: every problem, with anything a student could have written in it escaped."""
+    from .text import terminal
+
     problems = "; ".join(student.problems) if student.problems else "ok"
-    return f"{student.name}: {student.total:g}/{max_total:g} — {problems}"
+    return terminal(f"{student.name}: {student.total:g}/{max_total:g} — {problems}", 4000)

@@ -1,0 +1,207 @@
+"""The one seam between a check and a student's answer.
+
+A check (lecture2.exercises) never touches a student's function or class itself. It asks for one of three
+things, and gets plain data back (lecture2.wire):
+
+    call(fn, *args)                    fn(*args): the answer's return value
+    observe(observer, target, *args)   observer(target, *args): an instrument of lecture2 run beside the
+                                       answer (FLOPs counted while it runs, a module's outputs and gradients,
+                                       the calls it made), returning what it saw
+    session(cls, target, *args)        cls(target, *args), kept where the answer lives; its public methods
+                                       are then called the same way (a training loop the check steps through)
+
+Observers and session classes are lecture2's own code, registered with `@observer`; they hold inputs, never
+an expected value. In the lab `target` is the student's object and everything runs here, through the same
+plain-data round trip as under the grader. When the course's grader runs a notebook, the test cells run in a
+process of their own (the judge), where each name an answer cell defines is a `Remote`: the same calls go to
+the student's process, which receives the inputs and sends back only data. Expected values, tolerances,
+verdicts and hints stay with the check.
+"""
+from __future__ import annotations
+
+import builtins
+import importlib
+import re
+from dataclasses import dataclass
+
+from . import wire
+
+__all__ = ["AnswerError", "AnswerUnavailable", "Oracle", "Remote", "Session", "call", "observe", "observer", "session"]
+
+_OBSERVERS: dict[str, object] = {}
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """How one exercise is graded, for the course's table (docs/grading.md is generated from these):
+    what the student's process sends back, where the expected value comes from, and what a student who
+    tampers with their own process could still do."""
+
+    returns: str
+    expected: str
+    tampering: str
+
+
+class AnswerError(Exception):
+    """The answer raised something that is not an ordinary exception (SystemExit, KeyboardInterrupt, ...)."""
+
+
+class AnswerUnavailable(Exception):
+    """The answer's process could not answer: it timed out, died, or broke the protocol (the message says)."""
+
+
+class AnswerTimeout(AnswerUnavailable):
+    """The answer did not return within the time the check has left."""
+
+
+def observer(obj):
+    """Register a function or a session class of lecture2 as an instrument that runs beside the answer."""
+    if not obj.__module__.startswith("lecture2."):
+        raise ValueError(f"observers live in lecture2, not in {obj.__module__}")
+    _OBSERVERS[key_of(obj)] = obj
+    return obj
+
+
+def key_of(obj) -> str:
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def find_observer(key: str):
+    """The registered observer named `key` ("lecture2.exercises.modules:observe_rmsnorm"), importing its module."""
+    module, _, name = key.partition(":")
+    if not re.fullmatch(r"lecture2(\.[a-z_][a-z0-9_]*)+", module) or not name:
+        raise LookupError(f"not an observer: {key[:100]!r}")
+    if key not in _OBSERVERS:
+        importlib.import_module(module)
+    try:
+        return _OBSERVERS[key]
+    except KeyError:
+        raise LookupError(f"not an observer: {key[:100]!r}") from None
+
+
+class Remote:
+    """A name an answer cell defines, as a test cell sees it in the judge: calling it calls the answer in the
+    student's process, with plain data both ways. It has no other attributes."""
+
+    __slots__ = ("__name__", "_link")
+
+    def __init__(self, name: str, link):
+        object.__setattr__(self, "__name__", name)
+        object.__setattr__(self, "_link", link)
+
+    def __call__(self, *args, **kwargs):
+        return self._link.request("call", self.__name__, None, args, kwargs)
+
+    def __getattr__(self, attribute: str):
+        raise AttributeError(f"{self.__name__} is the student's: a check reaches it only through "
+                             f"lecture2.answers (call, observe, session), not .{attribute}")
+
+    def __setattr__(self, attribute, value):
+        raise AttributeError("a Remote cannot be changed")
+
+    def __repr__(self) -> str:
+        return f"<answer {self.__name__}>"
+
+
+class Session:
+    """A session object that lives beside the answer; calling a method sends its arguments and returns its data."""
+
+    def __init__(self, link, handle):
+        self._link, self._handle = link, handle
+
+    def __getattr__(self, method: str):
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def call_method(*args, **kwargs):
+            if self._link is None:  # the lab: the instance is here
+                args, kwargs = wire.roundtrip((args, kwargs))
+                return wire.roundtrip(getattr(self._handle, method)(*args, **kwargs))
+            return self._link.request("session_call", self._handle, method, args, kwargs)
+
+        return call_method
+
+    def close(self) -> None:
+        if self._link is not None:
+            self._link.request("session_close", self._handle, None, (), {})
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def call(fn, *args, **kwargs):
+    """fn(*args, **kwargs) as a check makes it: the inputs and the return value as plain data."""
+    __tracebackhide__ = True
+    if isinstance(fn, Remote):
+        return fn(*args, **kwargs)
+    args, kwargs = wire.roundtrip((args, kwargs))
+    return wire.roundtrip(fn(*args, **kwargs))
+
+
+def observe(instrument, target, *args, **kwargs):
+    """instrument(target, *args, **kwargs), run where the answer `target` lives; what it returns is data."""
+    __tracebackhide__ = True
+    if isinstance(target, Remote):
+        return target._link.request("observe", target.__name__, key_of(instrument), args, kwargs)
+    if _OBSERVERS.get(key_of(instrument)) is not instrument:
+        raise LookupError(f"{key_of(instrument)} is not registered with @answers.observer")
+    args, kwargs = wire.roundtrip((args, kwargs))
+    return wire.roundtrip(instrument(target, *args, **kwargs))
+
+
+def session(cls, target, *args, **kwargs) -> Session:
+    """cls(target, *args, **kwargs), kept where the answer lives: a Session whose methods return data."""
+    __tracebackhide__ = True
+    if isinstance(target, Remote):
+        handle = target._link.request("session_open", target.__name__, key_of(cls), args, kwargs)
+        return Session(target._link, handle)
+    if _OBSERVERS.get(key_of(cls)) is not cls:
+        raise LookupError(f"{key_of(cls)} is not registered with @answers.observer")
+    args, kwargs = wire.roundtrip((args, kwargs))
+    return Session(None, cls(target, *args, **kwargs))
+
+
+# ---- exceptions, as they cross
+
+
+def describe_exception(err: BaseException) -> dict:
+    """What crosses of an exception the answer raised: its classes' names (most derived first) and message."""
+    names = []
+    for cls in type(err).__mro__:
+        name = getattr(cls, "__name__", "?")
+        names.append(name if isinstance(name, str) else "?")
+    try:
+        message = str(err)
+    except Exception:  # a __str__ that raises
+        message = ""
+    return {"types": names[:20], "builtin": _builtin_base(type(err)).__name__, "message": message[:2000]}
+
+
+def _builtin_base(cls: type) -> type:
+    for base in cls.__mro__:
+        if getattr(builtins, base.__name__, None) is base and issubclass(base, Exception):
+            return base
+    return AnswerError
+
+
+def rebuild_exception(info: object) -> Exception:
+    """The exception a check sees for `info` from describe_exception (as data, from either side): an
+    instance of the nearest built-in exception class, under the answer's own class name, so that
+    `except ValueError` and `type(err).__name__` behave as in the lab."""
+    if not isinstance(info, dict):
+        return AnswerError("the answer raised an exception that could not be described")
+    base = getattr(builtins, str(info.get("builtin", "")), None)
+    if not (isinstance(base, type) and issubclass(base, Exception)) or base.__module__ != "builtins":
+        base = AnswerError
+    types = info.get("types")
+    name = types[0] if isinstance(types, list) and types and isinstance(types[0], str) else base.__name__
+    name = name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", name) else base.__name__
+    message = info.get("message") if isinstance(info.get("message"), str) else ""
+    cls = base if name == base.__name__ else type(name, (base,), {"__module__": "answer"})
+    try:
+        return cls(message)
+    except Exception:  # a built-in whose constructor wants other arguments (UnicodeDecodeError, ...)
+        return type(name, (AnswerError,), {"__module__": "answer"})(message)

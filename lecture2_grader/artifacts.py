@@ -1,0 +1,82 @@
+"""Stage 5: what a graded notebook leaves behind, in the course folder.
+
+    autograded/<student>/lec02/<notebook>.ipynb          the instructor's notebook as it ran for the student
+                                                         (their answer cells; what each cell printed, as text)
+    autograded/<student>/lec02/<notebook>.grading.json   the grader's results, for the class report
+    feedback/<student>/lec02/<notebook>.html             the page the student reads (feedback.py)
+
+Everything is written from the grader's own data. What the student's process printed appears only in the
+autograded notebook (for the instructor), as plain text with control characters escaped and bounded.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+from . import ASSIGNMENT, feedback
+from .course import Notebook
+from .pipeline import Job
+from .score import NotebookResult
+from .text import multiline
+
+MAX_PRINTED = 20_000
+
+
+def summary(result: NotebookResult, job: Job | None = None) -> dict:
+    """What a notebook's grading leaves for the class report (the grader's own results)."""
+    tests = []
+    for t in result.tests:
+        groups = [{"group": g["group"], "exercise": g["exercise"], "passed": g["passed"], "status": g["status"],
+                   "hint_key": g.get("hint_key"), "hint": g.get("hint"), "points": g["points"],
+                   "max_points": g["max_points"], "hidden": g["hidden"]} for g in t.groups]
+        tests.append({"grade_id": t.grade_id, "status": t.status, "points": t.points, "max_points": t.max_points,
+                      "groups": groups, "error": (t.error or {}).get("ename")})
+    return {"notebook": result.name.removesuffix(".ipynb"), "score": result.score, "tests": tests,
+            "problems": result.problems, "findings": list(job.findings) if job else [],
+            "attempted": bool(job and job.answers)}
+
+
+def executed_notebook(nb_path: Path, nb: Notebook, job: Job, judged: dict | None) -> nbformat.NotebookNode:
+    """The instructor's notebook with the student's answers and, under each cell, what it printed (text only)."""
+    notebook = nbformat.read(nb_path, as_version=4)
+    printed: dict[int, str] = {}
+    for status in (judged or {}).get("cells") or []:
+        if isinstance(status, dict) and isinstance(status.get("index"), int):
+            text = str(status.get("stdout") or "")
+            if status.get("status") not in ("ok", None):
+                text += f"\n[{status.get('status')}: {status.get('ename', '')}: {status.get('message', '')}]"
+            printed[status["index"]] = text
+    for entry in (judged or {}).get("tests") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("index"), int):
+            text = str(entry.get("printed") or "")
+            error = entry.get("error") or {}
+            if error:
+                text += f"\n{error.get('ename', '')}: {error.get('message', '')}"
+            printed[entry["index"]] = text
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in job.answers:
+            cell.source = job.answers[gid]
+        cell.outputs, cell.execution_count = [], None
+        text = printed.get(index)
+        if text and text.strip():
+            cell.outputs.append(nbformat.v4.new_output("stream", name="stdout",
+                                                       text=multiline(text[-MAX_PRINTED:], MAX_PRINTED)))
+    return notebook
+
+
+def write(course: Path, nb: Notebook, job: Job, judged: dict | None, result: NotebookResult) -> None:
+    """The autograded notebook, its grading summary and the student's feedback page."""
+    target = course / "autograded" / job.student / ASSIGNMENT
+    target.mkdir(parents=True, exist_ok=True)
+    nbformat.write(executed_notebook(course / "solutions" / ASSIGNMENT / nb.name, nb, job, judged), target / nb.name)
+    (target / f"{nb.stem}.grading.json").write_text(json.dumps(summary(result, job), ensure_ascii=False), encoding="utf-8")
+    page = feedback.page(nb, course / "notebooks" / ASSIGNMENT / nb.name, result, job.answers,
+                         (judged or {}).get("cells") or [])
+    out = course / "feedback" / job.student / ASSIGNMENT / f"{nb.stem}.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")

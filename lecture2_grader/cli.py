@@ -1,0 +1,200 @@
+"""`make grade`: grade every submission under submitted/, several notebooks at once, one file never stopping the class.
+
+    .venv/bin/python -m lecture2_grader                  # what `make grade` runs
+    .venv/bin/python -m lecture2_grader --jobs 4 --cell-timeout 120 --notebook-timeout 600 --memory-limit 6GiB
+    .venv/bin/python -m lecture2_grader --student alice  # grade one student again; grades.csv still lists all
+
+For each student and notebook, the pipeline (lecture2_grader.pipeline): prepare (read, scan, plan), execute (the
+judge and the student's sandboxed process), finish (points); then the autograded notebook and feedback; one
+student at a time, the gradebook and grades.csv; at the end the class report and one line per student.
+Every stage of every notebook is guarded: a file or a run that breaks something costs that notebook only.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from . import ASSIGNMENT, artifacts, classreport, gradebook, pipeline, sandbox
+from .course import Notebook, load_course, tree_digest
+from .report import Student, report_line
+from .score import NotebookResult
+
+STUDENT_NAME = re.compile(r"[A-Za-z0-9_.@+-]{1,100}")
+
+
+def parse_bytes(text: str) -> int:
+    """'6GiB', '3000MB', '512MiB' or a number of bytes."""
+    match = re.fullmatch(r"\s*([\d.]+)\s*(GiB|MiB|GB|MB)?\s*", text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a memory size: {text!r} (e.g. 4GiB, 3000MB)")
+    scale = {"GiB": 2**30, "MiB": 2**20, "GB": 10**9, "MB": 10**6, None: 1}[match.group(2)]
+    return int(float(match.group(1)) * scale)
+
+
+def _progress(done: int, total: int, name: str, width: int = 30) -> None:
+    if not sys.stderr.isatty():
+        return
+    filled = width * done // max(total, 1)
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name:<40}", end="", file=sys.stderr, flush=True)
+
+
+def _guarded(stage: str, student: str, nb: Notebook, record: Student, fn, *args):
+    """fn(*args); an exception becomes one problem line for this student's notebook (and None)."""
+    try:
+        return fn(*args)
+    except Exception as err:  # noqa: BLE001  a grader bug must cost one notebook, not the class
+        record.problems.append(f"{nb.stem}: the grader failed at {stage} ({type(err).__name__}: {err}); "
+                               "this notebook scores 0 until it is graded again")
+        if os.environ.get("LECTURE2_GRADER_DEBUG"):
+            traceback.print_exc()
+        return None
+
+
+def students_of(submitted: Path, only: list[str] | None) -> list[str]:
+    names = only or sorted(p.name for p in submitted.iterdir() if p.is_dir() and not p.name.startswith("."))
+    bad = [n for n in names if not STUDENT_NAME.fullmatch(n) or n.startswith(".")]
+    if bad:
+        from .text import terminal
+        raise SystemExit(f"error: student folder names must be letters, digits and _.@+- : "
+                         f"{', '.join(terminal(b, 60) for b in bad[:3])}")
+    return names
+
+
+def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | None = None,
+                jobs: int = 1) -> tuple[list[Student], list[str]]:
+    """Grade every student under course/submitted (or only `students`); returns them and notes for the report."""
+    course = course.resolve()
+    submitted = course / "submitted"
+    if not (course / "nbgrader_config.py").is_file():
+        raise SystemExit(f"error: {course} is not the course folder (no nbgrader_config.py)")
+    if not submitted.is_dir():
+        raise SystemExit(f"error: no submissions: {submitted} does not exist. Put each student's notebooks in "
+                         f"submitted/<student>/{ASSIGNMENT}/")
+    names = students_of(submitted, students)
+    if not names:
+        raise SystemExit(f"error: {submitted} holds no student folder")
+    notebooks = load_course(course)
+    scratch = Path(tempfile.mkdtemp(prefix="lecture2-grade-"))
+    try:
+        runtime.package = pipeline.package_dir()
+        runtime.mpl_cache = pipeline.font_cache(scratch)
+        notes = pipeline.preflight(runtime)
+        gradebook.register(course, {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in notebooks.values()})
+        package_digest = tree_digest(runtime.package) + tree_digest(pipeline.GRADER)
+        records = {n: Student(n) for n in names}
+        planned: dict[str, list[tuple[Notebook, pipeline.Job]]] = {n: [] for n in names}
+        for n in names:
+            folder = submitted / n / ASSIGNMENT
+            if not folder.is_dir():
+                records[n].problems.append(f"no {ASSIGNMENT}/ folder: every notebook missing")
+                continue
+            unexpected = sorted(p.name for p in folder.iterdir()
+                                if p.name not in notebooks and not p.name.startswith(".") and p.name != "timestamp.txt")
+            if unexpected:
+                from .text import terminal
+                records[n].problems.append(f"unexpected files ignored: {', '.join(terminal(u, 80) for u in unexpected[:5])}")
+            for name, nb in notebooks.items():
+                job = _guarded("reading", n, nb, records[n], pipeline.prepare, n, folder / name, nb, runtime, package_digest)
+                if job is not None:
+                    planned[n].append((nb, job))
+        for kind in ("autograded", "feedback"):
+            for n in names:
+                shutil.rmtree(course / kind / n / ASSIGNMENT, ignore_errors=True)
+        pending = {n: len(j) for n, j in planned.items()}
+        finished: dict[str, dict[str, NotebookResult]] = {n: {} for n in names}
+        total = sum(pending.values())
+        results: list[Student] = []
+
+        def run(nb: Notebook, job: pipeline.Job):
+            start = time.perf_counter()
+            judged = None if job.judge is None else _guarded("running", job.student, nb, records[job.student],
+                                                              pipeline.execute, job.judge, runtime)
+            result = _guarded("scoring", job.student, nb, records[job.student], pipeline.finish, job, judged, nb)
+            if result is not None:
+                _guarded("writing feedback", job.student, nb, records[job.student], artifacts.write, course, nb, job,
+                         judged, result)
+            return job.student, nb, result, time.perf_counter() - start
+
+        def merge(name: str) -> None:
+            record = records[name]
+            for stem, result in sorted(finished[name].items()):
+                record.problems += [f"{stem}: {p}" for p in result.problems]
+            try:
+                record.scores = gradebook.merge(course, name, finished[name])
+            except Exception as err:  # noqa: BLE001
+                record.problems.append(f"the gradebook could not be written for this student ({type(err).__name__}: {err})")
+            results.append(record)
+
+        for n in names:
+            if pending[n] == 0:
+                merge(n)
+        done = 0
+        _progress(0, total, "")
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(run, nb, job) for n in names for nb, job in planned[n]]
+            for future in as_completed(futures):
+                student, nb, result, seconds = future.result()
+                records[student].seconds += seconds
+                if result is not None:
+                    finished[student][nb.stem] = result
+                pending[student] -= 1
+                done += 1
+                _progress(done, total, f"{student}/{nb.stem}")
+                if pending[student] == 0:
+                    merge(student)  # in this thread only: one writer for the gradebook
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    gradebook.write_csv(course)
+    classreport.write(course, gradebook.students(course), gradebook.max_scores(course))
+    return sorted(results, key=lambda s: s.name), notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lecture2_grader", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--course", type=Path, default=Path("."), help="the course folder (default: .)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="notebooks graded at once, each in its own sandbox (default: the number of cores)")
+    parser.add_argument("--cell-timeout", type=float, default=120, help="seconds one cell may run (default: 120)")
+    parser.add_argument("--notebook-timeout", type=float, default=600,
+                        help="hard wall-clock seconds for one notebook, all its processes killed after (default: 600)")
+    parser.add_argument("--memory-limit", type=parse_bytes, default=parse_bytes("6GiB"),
+                        help="memory of one notebook's student process, e.g. 6GiB (default)")
+    parser.add_argument("--student", action="append", help="grade only this student (repeatable)")
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="run students' code without bubblewrap: only for submissions you trust")
+    args = parser.parse_args(argv)
+    if args.jobs < 1 or args.cell_timeout <= 0 or args.notebook_timeout <= 0:
+        parser.error("--jobs, --cell-timeout and --notebook-timeout must be positive")
+    if args.memory_limit < 2**30:
+        parser.error("--memory-limit below 1GiB: PyTorch alone needs more")
+    if args.unsafe_no_sandbox:
+        print("warning: --unsafe-no-sandbox: students' code runs with your permissions", file=sys.stderr)
+    else:
+        try:
+            sandbox.check_available()
+        except sandbox.SandboxUnavailable as err:
+            raise SystemExit(f"error: {err}") from None
+    limits = sandbox.Limits(memory=args.memory_limit)
+    runtime = pipeline.Runtime(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout, limits=limits,
+                               sandboxed=not args.unsafe_no_sandbox, threads=max(1, (os.cpu_count() or 1) // args.jobs))
+    start = time.perf_counter()
+    students, notes = grade_class(args.course, runtime, args.student, args.jobs)
+    max_total = sum(gradebook.max_scores(args.course.resolve()).values())
+    for s in students:
+        print(report_line(s, max_total))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"graded {len(students)} students in {time.perf_counter() - start:.0f} s with {args.jobs} jobs "
+          f"({sandbox.confinement(limits) if runtime.sandboxed else 'no sandbox'}); "
+          "grades.csv, feedback/ and autograded/ written", file=sys.stderr)
+    return 0

@@ -1,0 +1,132 @@
+"""Stage 5b: the feedback a student reads, one small HTML page per notebook, made from trusted data only.
+
+The page shows the notebook as the student received it (the release: prose, demo code, the visible part of
+each test cell), their own answer cells, and under each test cell the grader's lines: the points of each check
+group, and for a failed visible group what was checked, the expected value and the hint. For a hidden group it
+shows only that it failed and its hint (a fixed text of the course, by key): never a hidden test's source, input,
+expected value or seed, never a traceback. Everything a student wrote or their code returned is HTML-escaped
+(lecture2_grader.text); no student text becomes a link, a heading or markup. The release's own prose is the
+course's and is rendered as Markdown.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+from .course import Notebook
+from .score import NotebookResult, TestResult, exercise_names
+from .text import html, multiline
+
+STATUS_TEXT = {"passed": "通过 (passed)", "partial": "部分通过 (partial)", "failed": "没有通过 (failed)",
+               "not implemented": "还没有完成 (not implemented)", "timeout": "超时 (timed out)",
+               "not run": "没有运行 (not run)", "error": "检查出错 (the check raised)"}
+
+CSS = """body{font-family:system-ui,"Noto Sans CJK SC","WenQuanYi Zen Hei",sans-serif;max-width:980px;margin:2em auto;
+padding:0 1em;line-height:1.5;color:#222}pre{background:#f6f8fa;padding:.6em .8em;overflow-x:auto;font-size:13px;
+border-radius:4px}pre.answer{background:#fff8e1;border-left:4px solid #f0b400}pre.result{background:#eef6ee;
+border-left:4px solid #3a3}pre.result.bad{background:#fdeeee;border-left-color:#c33}table{border-collapse:collapse}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}.note{color:#555;font-size:90%}"""
+
+
+def group_line(group: dict) -> str:
+    """One check group's line (plain text): its points, and for a failure what a student may see of it."""
+    share = f"{group['points']:.3g}/{group['max_points']:.3g} 分"
+    if group["passed"]:
+        return f"  ✅ {group['group']}: {share}"
+    status = group.get("status")
+    line = f"  {'⏳' if status == 'not implemented' else '⏱' if status == 'timeout' else '❌'} {group['group']}: {share}"
+    hint = group.get("hint") if group.get("hint_key") else None
+    if group.get("hidden"):
+        line += " — 隐藏检查 (hidden checks)"
+        if status in ("not implemented", "timeout", "not run"):
+            line += f": {STATUS_TEXT.get(status, status)}"
+    elif group.get("what"):
+        line += f" — {group['what']}: 期望 (expected) {group.get('want')}"
+    elif status in ("not implemented", "timeout", "not run"):
+        line += f" — {STATUS_TEXT.get(status, status)}"
+    elif group.get("message"):
+        line += f" — {str(group['message']).splitlines()[0][:200]}"
+    if hint:
+        line += f"\n     提示 (hint): {hint}"
+    return line
+
+
+def result_line(result: TestResult, exercise: str) -> str:
+    """The grader's lines under a test cell (plain text)."""
+    points = f"{result.points:g}/{result.max_points:g} 分 (points)"
+    if result.visible_max is not None and result.visible_max < result.max_points:  # make validate: visible groups
+        points = f"{result.points:g}/{result.visible_max:g} 分 (points) in the visible checks, of {result.max_points:g}"
+    mark = {"passed": "✅", "partial": "◐", "timeout": "⏱", "not implemented": "⏳", "not run": "⏹"}.get(result.status, "❌")
+    head = f"{mark} {exercise}: {points}"
+    if result.status in ("not implemented", "not run"):
+        head += f" — {STATUS_TEXT[result.status]}"
+    return "\n".join([head, *(group_line(g) for g in result.groups if result.status != "not run")])
+
+
+_MARKDOWN = None
+
+
+def _markdown(text: str) -> str:
+    """The course's own prose (trusted) as HTML; $...$ and $$...$$ kept as math for the page's renderer."""
+    global _MARKDOWN
+    if _MARKDOWN is None:
+        import mistune
+
+        _MARKDOWN = mistune.create_markdown(escape=False, plugins=["math", "table", "strikethrough"])
+    return _MARKDOWN(text)
+
+
+def page(nb: Notebook, release_path: Path, result: NotebookResult, answers: dict[str, str], cells: list) -> str:
+    """The feedback page: the release with the student's answers and the grader's lines (HTML)."""
+    release = nbformat.read(release_path, as_version=4)
+    by_gid = {t.grade_id: t for t in result.tests}
+    errors = {}
+    index_of = {c.grade_id: c.index for c in nb.cells if c.grade_id}
+    for status in cells:
+        if isinstance(status, dict) and status.get("status") not in ("ok", None):
+            errors[status.get("index")] = status
+    body = [f"<h1>评分反馈 (feedback): {html(nb.stem)}</h1>",
+            f"<p>得分 (score): <b>{result.score:g} / {nb.max_score:g}</b></p>",
+            "<table><tr><th>检查 (test cell)</th><th>分数 (points)</th><th>结果 (status)</th></tr>"]
+    for t in result.tests:
+        body.append(f"<tr><td><code>{html(t.grade_id)}</code></td><td>{t.points:g} / {t.max_points:g}</td>"
+                    f"<td>{html(STATUS_TEXT.get(t.status, t.status))}</td></tr>")
+    body.append("</table>")
+    if result.problems:
+        body.append("<p>评分时发现 (found while grading):</p><ul>")
+        body += [f"<li>{html(p)}</li>" for p in result.problems]
+        body.append("</ul>")
+    for cell in release.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.cell_type == "markdown":
+            body.append(f"<div class='md'>{_markdown(cell.source)}</div>")
+        elif cell.cell_type != "code":
+            continue
+        elif gid in answers or (gid in index_of and nb.cell(gid).kind == "answer"):
+            source = answers.get(gid, cell.source)
+            body.append(f"<pre class='answer'>{html(source, 200_000)}</pre>")
+            error = errors.get(index_of.get(gid))
+            if error:
+                where = f" (第 {error['line']} 行)" if isinstance(error.get("line"), int) else ""
+                body.append(f"<p class='note'>你的答案单元格出错 (your answer cell raised): "
+                            f"{html(error.get('ename', ''))}{where}</p>")
+        elif gid in by_gid:
+            body.append(f"<pre>{html(cell.source, 100_000)}</pre>")
+            test = by_gid[gid]
+            exercise = ", ".join(exercise_names(nb.cell(gid).source)) or gid
+            bad = "" if test.status == "passed" else " bad"
+            body.append(f"<pre class='result{bad}'>{html(result_line(test, exercise), 20_000)}</pre>")
+        else:
+            body.append(f"<pre>{html(cell.source, 100_000)}</pre>")
+    return ("<!doctype html><html lang='zh'><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
+            f"<title>{html(nb.stem)} — feedback</title><style>{CSS}</style><body>" + "\n".join(body) + "</body></html>")
+
+
+def text_report(nb: Notebook, result: NotebookResult) -> str:
+    """The same lines as plain text (for `make validate`), control characters escaped."""
+    lines = []
+    for test in result.tests:
+        exercise = ", ".join(exercise_names(nb.cell(test.grade_id).source)) or test.grade_id
+        lines.append(multiline(result_line(test, exercise)))
+    return "\n".join(lines)

@@ -1,0 +1,150 @@
+"""The judge: runs a notebook's test cells, hidden tests included, and never a student's object.
+
+    python -m lecture2_grader.judge < job.json > results.json      (started by lecture2_grader.pipeline)
+
+It reads one job (the test cells, the cells the student's process must run, the names the answer cells
+define, the time limits and how to start the sandbox) from its standard input. Each name an answer cell
+defines is bound to a lecture2.answers.Remote, so a test cell reads and runs as in the lab: its calls go to
+the student's process (lecture2_grader.kernel, in its sandbox), which gets the case's inputs and sends back
+plain data. Before each test cell, the student's process runs the cells that come before it (the order of the
+notebook is kept). Expected values, tolerances, check groups and hints stay here; each exercise's outcome comes
+from lecture2.checks.exercise through this process's result sink. What it writes on its standard output is
+the results (JSON), read by the grader as its own.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+import types
+
+
+class Stopped(BaseException):
+    """The grader stopped the judge (the notebook's time is up): the results so far are written."""
+
+
+def _on_term(signum, frame):
+    raise Stopped()
+
+
+def _trim(value: object, limit: int = 4000) -> object:
+    return value[:limit] if isinstance(value, str) else value
+
+
+class Sink:
+    """Where lecture2.checks.exercise hands each exercise's outcome (the last report of an exercise counts)."""
+
+    def __init__(self):
+        self.reports: dict[str, dict] = {}
+
+    def report(self, name: str, groups: dict | None) -> None:
+        clean = {}
+        for label, outcome in (groups or {}).items():
+            clean[str(label)] = {k: _trim(v) for k, v in dict(outcome).items()
+                                 if k in ("passed", "status", "hint", "hint_key", "message", "what", "want")}
+        self.reports[str(name)] = clean
+
+
+def _error(err: BaseException, filename: str) -> dict:
+    line = None
+    for frame, lineno in traceback.walk_tb(err.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    return {"ename": type(err).__name__, "message": str(err)[:2000], "line": line,
+            "hint_key": getattr(err, "hint_key", None), "hint": _trim(getattr(err, "hint", None))}
+
+
+def install_sink() -> Sink:
+    """This process's result sink, where lecture2.checks.exercise reports (one per process)."""
+    sink = Sink()
+    sys.modules["_lecture2_result_sink"] = types.SimpleNamespace(report=sink.report)
+    return sink
+
+
+def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout: float) -> dict:
+    """Run one test cell here, its answer names reaching the student's process through `link`."""
+    from lecture2 import answers
+
+    sink.reports = {}
+    filename = f"<test cell {test['grade_id']}>"
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__,
+                 **{name: answers.Remote(name, link) for name in answer_names}}
+    printed = io.StringIO()
+    start = time.monotonic()
+    link.deadline = start + cell_timeout
+    entry = {"grade_id": test["grade_id"], "index": test["index"], "status": "ok", "error": None}
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(compile(test["source"], filename, "exec"), namespace)
+    except Exception as err:  # a failed exercise raises CheckFailed; anything else is the check's own error
+        entry["status"] = "failed" if type(err).__name__ == "CheckFailed" else "error"
+        entry["error"] = _error(err, filename)
+    entry.update(seconds=round(time.monotonic() - start, 3), reports=sink.reports, printed=printed.getvalue()[-20_000:])
+    return entry
+
+
+def kernel_link(job: dict):
+    from .link import KernelLink, KernelSpec
+    from .sandbox import Limits
+
+    spec = job["kernel"]
+    return KernelLink(KernelSpec(binds=spec["binds"], limits=Limits(**spec["limits"]), sandboxed=spec["sandboxed"],
+                                 mpl_cache=spec.get("mpl_cache"), cell_timeout=job["cell_timeout"],
+                                 max_starts=spec.get("max_starts", 3)))
+
+
+def judge(job: dict) -> dict:
+    """Run a job's test cells in order, the student's process running the cells before each; the results."""
+    link = kernel_link(job)
+    sink = install_sink()
+    pending = sorted(job["cells"], key=lambda c: c["at"])
+    cells: dict[int, dict] = {}
+    results = []
+    stopped = False
+    try:
+        for test in job["tests"]:
+            before = [c for c in pending if c["at"] < test["index"]]
+            pending = pending[len(before):]
+            if before:
+                for status in link.run_cells(before, job["cell_timeout"]):
+                    if isinstance(status, dict) and isinstance(status.get("index"), int):
+                        cells[status["index"]] = status
+            results.append(run_test(link, sink, test, job["answer_names"], job["cell_timeout"]))
+    except Stopped:
+        stopped = True
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second request to stop must not interrupt the cleanup
+    finally:
+        link.close()
+    events = link.events
+    return {"tests": results, "stopped": stopped, "cells": [cells[i] for i in sorted(cells)],
+            "kernel": {"starts": events.starts, "deaths": events.deaths, "oom": events.oom,
+                       "output_tail": events.output_tail[-4000:]}}
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, _on_term)
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    sys.stdout = sys.stderr  # what anything prints goes to the log, never into the results
+    job = json.loads(sys.stdin.read())
+    if not job.get("cuda", True):
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the student's process has no GPU: the checks must not use one
+    os.environ["NBGRADER_EXECUTION"] = "autograde"
+    os.environ.setdefault("MPLBACKEND", "agg")
+    threads = job.get("threads")
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+    results = judge(job)
+    json.dump(results, out)
+    out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""The student's process: runs INSIDE the sandbox, beside the student's code, and holds nothing worth stealing.
+
+    python kernel.py          (started by the judge, through lecture2_grader.sandbox)
+
+It reads framed messages (lecture2.wire) on its standard input and answers each on file descriptor 3:
+
+    {"op": "run", "cells": [{index, kind, grade_id, source}, ...]}   run these cells, in order, in one IPython
+                 namespace (magics work); reply with each cell's status and what it printed (bounded)
+    {"op": "call", "name": N, "args", "kwargs"}                      N(*args, **kwargs): its value, as data
+    {"op": "observe", "name": N, "key": K, ...}                       lecture2's registered instrument K on N
+    {"op": "session_open" | "session_call" | "session_close", ...}    a session object of lecture2 beside N
+    {"op": "bye"}
+
+Every reply carries the request's `seq` and either `ok` (the value, encoded) or `raised` (the exception's
+class names and message). What it receives is a case's inputs; what it sends is data about the student's
+answer: never a verdict, an expected value or a check's source, which it never has. Whatever the student's
+code does to this process (it runs in it) can only change that data. The judge decodes every reply strictly
+and gives up on the process when it sends anything else, falls silent past the time left, or dies.
+Only the standard library is imported before the first cell runs; lecture2 when a request needs it.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import struct
+import sys
+import time
+import traceback
+
+REPLY_FD = 3  # set from --reply-fd
+MAX_STDOUT = 20_000  # characters of what one cell printed, kept for display
+
+
+class CellTimeout(BaseException):
+    """Raised when a cell or a call ran past its time."""
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = os.read(fd, n - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+
+def _send(reply: dict) -> None:
+    from lecture2 import wire
+
+    try:
+        frame = wire.pack(reply)
+    except (ValueError, TypeError) as err:  # too large, or not JSON-able: say so instead
+        frame = wire.pack({"seq": reply.get("seq"), "raised": {"types": ["ValueError"], "builtin": "ValueError",
+                                                              "message": f"the answer's value could not be sent: {err}"[:500]}})
+    view = memoryview(frame)
+    while view:
+        written = os.write(REPLY_FD, view)
+        view = view[written:]
+
+
+def _alarm(seconds: float) -> None:
+    signal.setitimer(signal.ITIMER_REAL, max(0.0, seconds))
+
+
+def _on_alarm(signum, frame):
+    raise CellTimeout("ran past its time")
+
+
+class Kernel:
+    def __init__(self):
+        from IPython.core.interactiveshell import InteractiveShell
+
+        self.shell = InteractiveShell.instance(colors="NoColor", history_length=0)
+        self.shell.history_manager.enabled = False
+        self.sessions: dict[int, object] = {}
+        signal.signal(signal.SIGALRM, _on_alarm)
+
+    # -- cells
+
+    def run_cells(self, cells: list, timeout: float) -> list[dict]:
+        from IPython.utils.capture import capture_output
+
+        statuses = []
+        for cell in cells:
+            start = time.perf_counter()
+            error = None
+            with capture_output(stdout=True, stderr=True, display=False) as captured:
+                _alarm(timeout)
+                try:
+                    result = self.shell.run_cell(str(cell.get("source", "")), store_history=False, silent=False)
+                    error = result.error_before_exec or result.error_in_exec
+                except CellTimeout as err:  # raised outside the cell's own frames
+                    error = err
+                finally:
+                    _alarm(0)
+            _close_figures()
+            status = {"index": cell.get("index"), "seconds": round(time.perf_counter() - start, 3),
+                      "stdout": (captured.stdout + captured.stderr)[-MAX_STDOUT:]}
+            if error is None:
+                status["status"] = "ok"
+            else:
+                status.update(status="timeout" if isinstance(error, CellTimeout) else "error", **_where(error))
+            statuses.append(status)
+        return statuses
+
+    # -- requests
+
+    def handle(self, msg: dict) -> dict:
+        from lecture2 import answers, wire
+
+        op = msg.get("op")
+        if op == "run":
+            return {"cells": self.run_cells(list(msg.get("cells") or []), float(msg.get("timeout", 120)))}
+        args, kwargs = wire.decode(msg.get("args", [])), wire.decode(msg.get("kwargs", {"$d": []}))
+        args = tuple(args) if isinstance(args, (list, tuple)) else ()
+        kwargs = kwargs if isinstance(kwargs, dict) else {}
+        if op == "session_call":
+            target = self.sessions[msg["name"]]
+            method = msg.get("key")
+            if not isinstance(method, str) or method.startswith("_"):
+                raise AttributeError(f"no method {method!r}")
+            return {"ok": wire.encode(self._timed(getattr(target, method), args, kwargs, msg))}
+        if op == "session_close":
+            self.sessions.pop(msg.get("name"), None)
+            return {"ok": None}
+        name = msg.get("name")
+        namespace = self.shell.user_ns
+        if not isinstance(name, str) or name not in namespace:
+            raise NameError(f"name {name!r} is not defined (your answer cell does not define it)")
+        target = namespace[name]
+        if op == "call":
+            return {"ok": wire.encode(self._timed(target, args, kwargs, msg))}
+        instrument = answers.find_observer(str(msg.get("key")))
+        if op == "observe":
+            return {"ok": wire.encode(self._timed(instrument, (target, *args), kwargs, msg))}
+        if op == "session_open":
+            obj = self._timed(instrument, (target, *args), kwargs, msg)
+            handle = len(self.sessions) + 1
+            self.sessions[handle] = obj
+            return {"ok": handle}
+        raise ValueError(f"unknown request {op!r}")
+
+    def _timed(self, fn, args: tuple, kwargs: dict, msg: dict):
+        """fn(*args, **kwargs) with the request's time limit, and what it prints swallowed."""
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = io.StringIO()
+        _alarm(float(msg.get("timeout", 120)))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _alarm(0)
+            sys.stdout, sys.stderr = saved
+            _close_figures()
+
+
+def _where(error: BaseException) -> dict:
+    """An exception's class, message and the line of the cell it came from (for the report and feedback)."""
+    info = {"ename": type(error).__name__, "message": str(error)[:500], "line": None}
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename.startswith("<ipython-input-") or "/ipykernel_" in frame.f_code.co_filename \
+                or frame.f_code.co_name == "<module>":
+            info["line"] = line
+    return info
+
+
+def _close_figures() -> None:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        try:
+            plt.close("all")
+        except Exception:
+            pass
+
+
+def _prepare_matplotlib() -> None:
+    """Matplotlib's font cache, built by the grader and bound read-only, copied where matplotlib may write."""
+    cache, target = os.environ.get("LECTURE2_MPL_CACHE"), os.environ.get("MPLCONFIGDIR")
+    if cache and target and os.path.isdir(cache) and not os.path.exists(target):
+        shutil.copytree(cache, target)
+    os.environ.setdefault("MPLBACKEND", "agg")
+
+
+def main(argv: list[str]) -> int:
+    global REPLY_FD
+    if "--reply-fd" in argv:
+        REPLY_FD = int(argv[argv.index("--reply-fd") + 1])
+    os.environ["NBGRADER_EXECUTION"] = "autograde"
+    _prepare_matplotlib()
+    from lecture2 import answers, wire  # the real package, before any cell can shadow it
+
+    kernel = Kernel()
+    import lecture2
+
+    _send({"seq": -1, "ok": wire.encode({"lecture2": os.path.realpath(lecture2.__file__), "python": sys.version.split()[0]})})
+    while True:
+        try:
+            size = struct.unpack(">I", _read_exact(0, 4))[0]
+            if size > wire.MAX_MESSAGE:
+                return 3
+            msg = json.loads(_read_exact(0, size).decode("utf-8"))
+        except EOFError:
+            return 0
+        if not isinstance(msg, dict):
+            return 3
+        if msg.get("op") == "bye":
+            return 0
+        seq = msg.get("seq")
+        try:
+            reply = kernel.handle(msg)
+        except CellTimeout:
+            reply = {"raised": {"types": ["TimeoutError"], "builtin": "TimeoutError",
+                                "message": f"did not return within {msg.get('timeout')} s"}}
+        except BaseException as err:  # the answer raised (SystemExit and the like included): described as data
+            reply = {"raised": answers.describe_exception(err)}
+        reply["seq"] = seq
+        _send(reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,263 @@
+"""The one pipeline: a student's notebook, from its file to its points, in the stages of lecture2_grader.
+
+    job = prepare(student, path, notebook, runtime)   read the file, pick out the answers, scan, plan  [no student code]
+    judged = execute(job.judge, runtime)               the judge and the student's process      [the boundary]
+    result = finish(job, judged, notebook)             points, problems for the report          [no student code]
+
+`make validate` (the student's machine, no sandbox), `make grade` (this machine, a pool of them) and a Dask
+cluster (lecture2_grader.executors) call these three, so a score is the same wherever it is computed. `execute`
+takes and returns plain data (JSON-able dicts): it is what crosses to another machine.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import plan, sandbox, scan, score, submission
+from .course import Notebook
+
+GRADER = Path(__file__).resolve().parent
+
+
+@dataclass
+class Runtime:
+    """What every notebook of a grading run shares: limits, the packages the sandbox sees, the font cache."""
+
+    cell_timeout: float = 120.0
+    notebook_timeout: float = 600.0
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    sandboxed: bool = True
+    cuda: bool = False  # the student's process can use the machine's GPU
+    package: Path | None = None  # the lecture2 package the sandboxed interpreter imports
+    mpl_cache: Path | None = None
+    threads: int = 1
+
+    def kernel_spec(self) -> dict:
+        binds = [str(p) for p in (self.package, GRADER / "kernel.py", self.mpl_cache) if p]
+        return {"binds": binds, "limits": self.limits.__dict__ | {"threads": self.threads},
+                "sandboxed": self.sandboxed, "mpl_cache": str(self.mpl_cache) if self.mpl_cache else None}
+
+
+@dataclass
+class Job:
+    """One student's notebook, read and planned (plain data: it may cross to another machine)."""
+
+    student: str
+    notebook: str  # file name
+    answers: dict[str, str]
+    problems: list[str]
+    findings: list[str]
+    judge: dict | None  # the judge's job; None when the file could not be read
+    digest: str = ""  # the submission's bytes, the instructor's notebook and the packages: the regrade cache key
+    not_run_own: int = 0
+
+
+def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_digest: str = "") -> Job:
+    """Read `path` and plan its run; a file that cannot be read is a Job with judge None and a problem."""
+    try:
+        raw = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    except OSError as err:
+        return Job(student, nb.name, {}, [f"cannot be read ({err.strerror}) (0 points)"], [], None)
+    if raw is None:
+        return Job(student, nb.name, {}, ["notebook missing (0 points)"], [], None)
+    digest = hashlib.sha256(raw + nb.digest.encode() + package_digest.encode()).hexdigest()
+    index_of = {c.grade_id: c.index for c in nb.cells if c.grade_id}
+    course_sources = {c.visible: c.index for c in nb.cells if c.kind != "markdown"}
+    try:
+        answers = submission.read_answers(path, nb.answer_ids, nb.stubs(), nb.grade_ids, course_sources, index_of)
+    except submission.Unreadable as err:
+        return Job(student, nb.name, {}, [f"{err} (0 points)"], [], None, digest)
+    findings = [str(f) for f in scan.scan(answers.sources)]
+    kernel = plan.kernel_plan(nb, answers)
+    problems = list(answers.problems)
+    if kernel.skipped_own:
+        problems.append(f"{len(kernel.skipped_own)} of your own cells not run by the grader (they do more than "
+                        "define functions, classes and constants)")
+    job = {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells,
+           "answer_names": nb.answer_names(), "cell_timeout": runtime.cell_timeout, "threads": runtime.threads,
+           "cuda": runtime.cuda, "kernel": runtime.kernel_spec()}
+    return Job(student, nb.name, answers.sources, problems, findings, job, digest, len(kernel.skipped_own))
+
+
+def execute(judge_job: dict, runtime: Runtime) -> dict:
+    """Run the judge on `judge_job` (which starts the student's process) within the notebook's time limit.
+    Returns its results, or {"error": why} when it gave none; partial results when it was stopped."""
+    with tempfile.TemporaryDirectory(prefix="lecture2-judge-") as work:
+        env = dict(os.environ, OMP_NUM_THREADS=str(runtime.threads), MKL_NUM_THREADS=str(runtime.threads),
+                   MPLCONFIGDIR=str(Path(work) / ".matplotlib"), PYTHONDONTWRITEBYTECODE="1")
+        env["PYTHONPATH"] = os.pathsep.join([str(GRADER.parent), *filter(None, [env.get("PYTHONPATH")])])
+        proc = subprocess.Popen([sys.executable, "-X", "utf8", "-m", "lecture2_grader.judge"], cwd=work, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        err_tail = bytearray()
+
+        def drain():
+            for chunk in iter(lambda: proc.stderr.read(65536), b""):
+                err_tail.extend(chunk)
+                del err_tail[:-8000]
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        timer = threading.Timer(runtime.notebook_timeout, lambda: _stop(proc))
+        timer.start()
+        try:
+            out, _ = proc.communicate(json.dumps(judge_job).encode("utf-8"))
+        finally:
+            timer.cancel()
+            reader.join(5)
+        stopped = getattr(proc, "_lecture2_stopped", False)
+    try:
+        results = json.loads(out.decode("utf-8")) if out else None
+    except ValueError:
+        results = None
+    if not isinstance(results, dict):
+        why = (f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)" if stopped
+               else f"the grader's judge ended without results (exit status {proc.returncode})")
+        return {"error": why, "log": bytes(err_tail).decode("utf-8", "replace")[-4000:]}
+    if stopped:
+        results["stopped"] = f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)"
+    return results
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """The notebook's time is up: ask the judge to stop (it writes what it has and kills the student's
+    process), then kill it if it does not."""
+    proc._lecture2_stopped = True
+    try:
+        proc.send_signal(signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def finish(job: Job, judged: dict | None, nb: Notebook) -> score.NotebookResult:
+    """Points and the problems of one notebook, from the judge's results (trusted) and the instructor's notebook."""
+    result = score.score(nb, judged if judged and "error" not in judged else None)
+    problems = list(job.problems)
+    if judged is not None:
+        problems += run_problems(nb, judged)
+    if job.findings:
+        shown = "; ".join(job.findings[:3]) + (f" and {len(job.findings) - 3} more" if len(job.findings) > 3 else "")
+        problems.append(f"flagged for review (scored as usual): {shown}")
+    result.problems = problems
+    return result
+
+
+def run_problems(nb: Notebook, judged: dict) -> list[str]:
+    """What went wrong while the notebook ran, for the report: time, memory, a process that died."""
+    if "error" in judged:
+        log = str(judged.get("log") or "").strip().splitlines()[-3:]
+        return [judged["error"] + (f" ({' | '.join(log)})" if log else "")]
+    problems = []
+    kernel = judged.get("kernel") or {}
+    if judged.get("stopped"):
+        problems.append(f"{judged['stopped']} (later checks score 0)")
+    if kernel.get("oom"):
+        problems.append("out of memory: a process reached the notebook's memory limit")
+    deaths = [d for d in kernel.get("deaths") or [] if isinstance(d, str)]
+    if deaths:
+        tail = str(kernel.get("output_tail") or "").strip().splitlines()[-2:]
+        problems.append(f"your notebook's process was restarted {len(deaths)} time(s): {deaths[0]}"
+                        + (f" (last output: {' | '.join(tail)})" if tail else ""))
+    by_index = {c.index: c for c in nb.cells}
+    for status in judged.get("cells") or []:
+        if not isinstance(status, dict):
+            continue
+        cell = by_index.get(status.get("index"))
+        if status.get("status") == "timeout":
+            where = f"cell {status.get('index', 0) + 1}" if cell else "one of your own cells"
+            problems.append(f"{where}{f' ({cell.grade_id})' if cell and cell.grade_id else ''} ran past the cell time limit")
+    return problems
+
+
+# ---- the run's shared parts: the packages the sandbox sees, the font cache, and a preflight
+
+
+def package_dir() -> Path:
+    """The lecture2 package the grader's environment imports (bound read-only into every sandbox)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("lecture2")
+    if spec is None or not spec.origin:
+        raise SystemExit("error: the lecture2 package is not installed in this environment (run `make setup`)")
+    return Path(spec.origin).resolve().parent
+
+
+def font_cache(folder: Path) -> Path:
+    """Matplotlib's font cache, built once outside the sandboxes and copied into each one."""
+    cache = folder / "matplotlib-cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], capture_output=True, timeout=300,
+                   env=dict(os.environ, MPLCONFIGDIR=str(cache)))
+    return cache
+
+
+PREFLIGHT = '''
+import sys, lecture2, torch
+def _preflight():
+    return {"lecture2": lecture2.__file__, "python": sys.executable,
+            "cuda": torch.cuda.device_count() if torch.cuda.is_available() else 0}
+'''
+
+
+def preflight(runtime: Runtime) -> list[str]:
+    """Prove, before the first notebook, that the student's process starts in its sandbox and imports this
+    grader's lecture2. Returns notes for the report; raises SystemExit saying what is wrong and how to fix it."""
+    from lecture2 import answers
+
+    from .link import KernelLink, KernelSpec
+
+    spec = runtime.kernel_spec()
+    link = KernelLink(KernelSpec(binds=spec["binds"], limits=runtime.limits, sandboxed=runtime.sandboxed,
+                                 mpl_cache=spec["mpl_cache"], cell_timeout=300, start_timeout=300, max_starts=1))
+    link.deadline = time.monotonic() + 300
+    try:
+        statuses = link.run_cells([{"index": 0, "at": 0.0, "kind": "code", "grade_id": None, "source": PREFLIGHT}], 300)
+        found = link.request("call", "_preflight", None, (), {}) if statuses and statuses[0].get("status") == "ok" else None
+    except (answers.AnswerUnavailable, Exception) as err:  # noqa: BLE001  reported below with the process's output
+        statuses, found = [{"status": "error", "message": str(err)}], None
+    finally:
+        link.close()
+    where = "in its sandbox" if runtime.sandboxed else "without a sandbox"
+    if not isinstance(found, dict):
+        detail = (statuses[0].get("message") if statuses and isinstance(statuses[0], dict) else "") or ""
+        tail = link.events.output_tail.strip().splitlines()[-6:]
+        raise SystemExit(f"error: the student's process does not start {where}: {detail}\n"
+                         + "\n".join(f"    {line}" for line in tail)
+                         + "\n  The grader runs each notebook with this environment's Python "
+                           f"({sys.executable}); check that `make setup` finished in this folder.")
+    theirs = Path(str(found.get("lecture2"))).resolve().parent
+    if theirs != runtime.package:
+        raise SystemExit(
+            f"error: inside the sandbox, Python imports lecture2 from {theirs}, but this grader's is {runtime.package}.\n"
+            "  The environment's editable install points at another checkout: the sandbox sees only this course's\n"
+            "  package, so every notebook would fail. Reinstall it from this folder (`.venv/bin/python -m pip\n"
+            "  install -e .`, or `rm -rf .venv && make setup`), or run the grader from the checkout the\n"
+            "  environment was made from.")
+    notes = []
+    cuda = int(found.get("cuda") or 0)
+    try:
+        import torch
+
+        here = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:
+        here = 0
+    runtime.cuda = cuda > 0
+    if here and not cuda:
+        notes.append(f"the student's process cannot reach this machine's {here} GPU(s) {where}: grading on the CPU")
+    return notes

@@ -1,0 +1,194 @@
+"""Stage 1: read what a student handed in, as students save files, and pick out their answers.
+
+A notebook file may come with a UTF-8 byte-order mark (Windows Notepad), CRLF line endings, in UTF-16, in
+an older nbformat, with its nbgrader metadata stripped (copied into a new notebook), with cells duplicated,
+retyped or with grade_ids the assignment does not have, or as no notebook at all. None of this runs any code:
+the file is parsed as JSON and only cell sources are kept. Every oddity becomes a problem line for the report
+(student-written ids shown escaped); only what makes the answers unreadable costs the notebook, and nothing
+in a file can make this module fail otherwise than with `Unreadable`.
+
+Besides the answer cells (by grade_id), the student's own code cells are kept: cells without nbgrader
+metadata that are not a copy of a release cell. Each is placed after the course cell before it (its anchor);
+the grader runs those that only define things (see plan.py).
+"""
+from __future__ import annotations
+
+import codecs
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .course import printable_id, top_level_names
+
+MAX_FILE = 32 * 2**20  # bytes of one notebook file
+MAX_CELLS = 2000
+MAX_ANSWER = 100_000  # characters of one answer cell: a longer one is not graded (no honest answer comes close)
+
+
+class Unreadable(Exception):
+    """The file cannot be read as a notebook; the message says why, for the report line."""
+
+
+@dataclass
+class StudentCell:
+    """A code cell the student added: its source and the instructor cell index it follows."""
+
+    anchor: int
+    position: int  # its place among the student's cells (to keep their order)
+    source: str
+
+
+@dataclass
+class Answers:
+    """A student's answers for one notebook: answer grade_id -> source, their own cells, what was odd."""
+
+    sources: dict[str, str] = field(default_factory=dict)
+    own_cells: list[StudentCell] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def decode(raw: bytes) -> str:
+    """The text of a notebook file: UTF-8 with or without a BOM, or UTF-16/32 with a BOM."""
+    for bom, codec in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                       (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if raw.startswith(bom):
+            try:
+                return raw.decode(codec)
+            except UnicodeDecodeError:
+                raise Unreadable(f"not valid {codec.upper()} text") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise Unreadable(f"not UTF-8 text (byte {err.start}); save the notebook from Jupyter again") from None
+
+
+def _source(value: object) -> str:
+    if isinstance(value, list):
+        value = "".join(v for v in value if isinstance(v, str))
+    if not isinstance(value, str):
+        return ""
+    text = value.replace("\r\n", "\n").replace("\r", "\n")  # Windows line endings are not an edit
+    return text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates (\ud800) cannot be written back
+
+
+def cells_of(text: str) -> list[dict]:
+    """The cells of a notebook's JSON text as dicts {cell_type, source, grade_id}, for nbformat 3 and 4."""
+    try:
+        nb = json.loads(text)
+    except (ValueError, RecursionError, MemoryError) as err:  # invalid JSON, a 5,000-digit number, deep nesting
+        raise Unreadable(f"not a valid notebook (invalid JSON: {str(err)[:60]})") from None
+    if not isinstance(nb, dict):
+        raise Unreadable("not a valid notebook (the JSON is not an object)")
+    major = nb.get("nbformat")
+    if major == 4 or (major is None and isinstance(nb.get("cells"), list)):
+        raw_cells = nb.get("cells")
+    elif major == 3 and isinstance(nb.get("worksheets"), list):
+        raw_cells = [c for ws in nb["worksheets"] if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+                     for c in ws["cells"]]
+    else:
+        raise Unreadable(f"not a notebook this grader reads (nbformat {printable_id(major)}; save it from "
+                         "Jupyter as nbformat 4)")
+    if not isinstance(raw_cells, list):
+        raise Unreadable("not a valid notebook (no list of cells)")
+    if len(raw_cells) > MAX_CELLS:
+        raise Unreadable(f"not a notebook this grader reads ({len(raw_cells):,} cells)")
+    cells = []
+    for raw in raw_cells:
+        if not isinstance(raw, dict):
+            continue
+        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        nbg = meta.get("nbgrader") if isinstance(meta.get("nbgrader"), dict) else {}
+        gid = nbg.get("grade_id") if isinstance(nbg.get("grade_id"), str) else None
+        source = raw.get("source", raw.get("input", ""))  # nbformat 3 code cells keep it in "input"
+        kind = raw.get("cell_type") if isinstance(raw.get("cell_type"), str) else "?"
+        cells.append({"cell_type": kind, "source": _source(source), "grade_id": gid, "tagged": bool(nbg)})
+    return cells
+
+
+def _first_line(source: str) -> str:
+    for line in source.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line.strip()
+    return ""
+
+
+def _defines(source: str) -> set[str]:
+    """The functions and classes a cell defines (how a stub is recognised when its metadata is gone)."""
+    return {n for n in top_level_names(source) if n[:1].isalpha() or n[:1] == "_"}
+
+
+def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known_ids: set[str],
+                 course_sources: dict[str, int] | None = None, index_of: dict[str, int] | None = None) -> Answers:
+    """The answer cells and the student's own cells of the notebook at `path`.
+
+    `answer_ids`: the instructor's answer cells, in order; `stubs`: their release sources (a cell whose
+    metadata was stripped is recognised by the names its stub defines, or by the stub's first line);
+    `known_ids`: every grade_id of the notebook; `course_sources`: release cell source -> instructor index (a
+    student cell equal to one is not theirs); `index_of`: grade_id -> instructor index (the anchors).
+    Raises Unreadable when the file is no notebook at all."""
+    try:
+        size = path.stat().st_size
+    except OSError as err:
+        raise Unreadable(f"cannot be read ({err.strerror})") from None
+    if size > MAX_FILE:
+        raise Unreadable(f"a file of {size / 2**20:.0f} MiB: not a notebook this grader reads (limit {MAX_FILE // 2**20} MiB)")
+    cells = cells_of(decode(path.read_bytes()))
+    course_sources, index_of = course_sources or {}, index_of or {}
+    answers = Answers()
+    by_id: dict[str, list[dict]] = {}
+    unknown: list[str] = []
+    for cell in cells:
+        gid = cell["grade_id"]
+        if gid is None:
+            continue
+        if gid in known_ids:
+            by_id.setdefault(gid, []).append(cell)
+        elif gid not in unknown:
+            unknown.append(gid)
+    if unknown:
+        shown = ", ".join(printable_id(g) for g in unknown[:5])
+        answers.problems.append(f"cells with unknown grade_ids ignored: {shown}"
+                                + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
+    untagged = [c for c in cells if c["grade_id"] is None and c["cell_type"] in ("code", "raw", "markdown")]
+    by_shape, used = [], set()
+    for gid in answer_ids:
+        found = by_id.get(gid, [])
+        if len(found) > 1:
+            answers.problems.append(f"answer cell {gid} appears {len(found)} times (the first one is graded)")
+        if found:
+            cell = found[0]
+        else:
+            stub = stubs.get(gid, "")
+            names, line = _defines(stub), _first_line(stub)
+            matches = [c for c in untagged if id(c) not in used and c["source"].strip() != stub.strip() and (
+                (names and names <= _defines(c["source"])) or (line and _first_line(c["source"]) == line))]
+            if len(matches) != 1:
+                answers.problems.append(f"answer cell {gid} missing (0 points for its exercise)")
+                continue
+            cell = matches[0]
+            used.add(id(cell))
+            by_shape.append(gid)
+        if cell["cell_type"] != "code":
+            answers.problems.append(f"answer cell {gid} is a {printable_id(cell['cell_type'])} cell (run as code)")
+        if len(cell["source"]) > MAX_ANSWER:
+            answers.problems.append(f"answer cell {gid} holds {len(cell['source']):,} characters, over the limit of "
+                                    f"{MAX_ANSWER:,}: not graded")
+            continue
+        answers.sources[gid] = cell["source"]
+    if by_shape:
+        answers.problems.append(f"nbgrader metadata missing: answers found by what they define ({', '.join(by_shape)})")
+    anchor, position = -1, 0
+    for cell in cells:
+        gid = cell["grade_id"]
+        if gid in index_of:
+            anchor = index_of[gid]
+            continue
+        if gid is not None or cell["tagged"] or cell["cell_type"] != "code" or id(cell) in used:
+            continue
+        if cell["source"] in course_sources:  # a course cell whose metadata was lost: it is not theirs
+            anchor = course_sources[cell["source"]]
+            continue
+        if cell["source"].strip() and len(cell["source"]) <= MAX_ANSWER:
+            answers.own_cells.append(StudentCell(anchor, position, cell["source"]))
+            position += 1
+    return answers

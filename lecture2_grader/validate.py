@@ -1,0 +1,81 @@
+"""`make validate`: check a notebook as the grader will, before handing it in.
+
+    .venv/bin/python -m lecture2_grader.validate notebooks/lec02/01_tensors_dtypes.ipynb [...]
+
+It runs the grader's own pipeline (lecture2_grader.pipeline) on the release's visible checks: reads the file
+(BOM, CRLF and old nbformat are fine), picks out the answer cells and the student's own helper cells, runs
+them in a fresh process beside a judge that runs the test cells, and scores the visible check groups exactly
+as grading will (without a sandbox: it is the student's own machine and code). It prints one block per
+exercise, then anything the grader would report. Exit status 0 when every notebook could be read (whatever
+its score), 2 for a file that is not a notebook of the assignment or cannot be read.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from . import pipeline, sandbox
+from .course import load
+from .feedback import text_report
+from .text import multiline, terminal
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def release_copy(name: str) -> Path | None:
+    """The untouched release notebook `name`: the bundle keeps one in .release/, the course in notebooks/."""
+    for folder in (ROOT / ".release" / "lec02", ROOT / "notebooks" / "lec02"):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def validate(path: Path, runtime: pipeline.Runtime) -> tuple[int, list[str]]:
+    """(exit status, lines to print) for one student notebook."""
+    release = release_copy(path.name)
+    if release is None:
+        return 2, [f"{terminal(path.name)}: not a notebook of this assignment (no release notebook of that name)"]
+    nb = load(release, release)
+    job = pipeline.prepare("you", path, nb, runtime)
+    if job.judge is None:
+        return 2, [f"{terminal(path.name)}: {terminal(job.problems[0] if job.problems else 'cannot be read')}"]
+    judged = pipeline.execute(job.judge, runtime)
+    result = pipeline.finish(job, judged, nb)
+    visible = sum(t.visible_max if t.visible_max is not None else t.max_points for t in result.tests)
+    lines = [f"{nb.stem}: {result.score:g}/{visible:g} 分 (points) in the visible checks, of {nb.max_score:g} in all "
+             "(隐藏检查 hidden checks run when your instructor grades)", text_report(nb, result)]
+    lines += [f"⚠️ {multiline(p)}" for p in result.problems]
+    return 0, lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make validate NOTEBOOK=...", description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="+", type=Path, help="your notebook file(s)")
+    parser.add_argument("--cell-timeout", type=float, default=120.0, help="seconds one cell may run (default 120)")
+    args = parser.parse_args(argv)
+    scratch = Path(tempfile.mkdtemp(prefix="lecture2-validate-"))
+    status = 0
+    try:
+        runtime = pipeline.Runtime(cell_timeout=args.cell_timeout, notebook_timeout=900, sandboxed=False,
+                                   limits=sandbox.Limits(memory=None), threads=os.cpu_count() or 1)
+        runtime.package = pipeline.package_dir()
+        runtime.mpl_cache = pipeline.font_cache(scratch)
+        for path in args.notebooks:
+            if not path.is_file():
+                print(f"{terminal(path)}: no such file")
+                status = max(status, 2)
+                continue
+            code, lines = validate(path, runtime)
+            print("\n".join(lines))
+            status = max(status, code)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

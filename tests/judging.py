@@ -1,0 +1,92 @@
+"""The grader's own path for tests: test cells run in this process as the judge runs them, the answers in a
+student's process (lecture2_grader.kernel, without a sandbox here), reached only through lecture2.answers.
+
+    with Judging("01_tensors_dtypes.ipynb") as j:
+        j.run_until("ex01_tensor_bytes_check")                    # the cells the reference answers need
+        result = j.test("ex01_tensor_bytes_check")                # a score.TestResult: points, groups, hints
+        j.answer("ex01_tensor_bytes", "def tensor_bytes(...): ...")  # another answer, in the same process
+        result = j.test("ex01_tensor_bytes_check", visible=True)  # the release's visible checks only
+
+One student's process serves the whole notebook, so that trying many answers costs one start.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from conftest import RELEASE, SOLUTIONS
+from lecture2_grader import course, judge, pipeline, plan, sandbox, score
+from lecture2_grader.link import KernelLink, KernelSpec
+from lecture2_grader.submission import Answers
+
+_MPL: Path | None = None
+
+
+def runtime(sandboxed: bool = False, threads: int = 2) -> pipeline.Runtime:
+    """A grading runtime for tests: this environment's lecture2, a font cache made once per session."""
+    global _MPL
+    if _MPL is None:
+        _MPL = pipeline.font_cache(Path(tempfile.mkdtemp(prefix="lecture2-test-mpl-")))
+    rt = pipeline.Runtime(cell_timeout=300, notebook_timeout=900, sandboxed=sandboxed, threads=threads,
+                          limits=sandbox.Limits(memory=None if not sandboxed else 6 * 2**30, threads=threads))
+    rt.package, rt.mpl_cache = pipeline.package_dir(), _MPL
+    return rt
+
+
+def reference_answers(name: str) -> dict[str, str]:
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(SOLUTIONS / name, 4).cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+class Judging:
+    def __init__(self, name: str, answers: dict[str, str] | None = None, sandboxed: bool = False):
+        self.nb = course.load(SOLUTIONS / name, RELEASE / name)
+        self.visible = course.load(RELEASE / name, RELEASE / name)
+        self.runtime = runtime(sandboxed)
+        spec = self.runtime.kernel_spec()
+        self.link = KernelLink(KernelSpec(binds=spec["binds"], limits=self.runtime.limits, sandboxed=sandboxed,
+                                          mpl_cache=spec["mpl_cache"], cell_timeout=300, max_starts=3))
+        self.sink = judge.install_sink()
+        self.plan = plan.kernel_plan(self.nb, Answers(sources=answers or reference_answers(name)))
+        self.sent = 0
+        self.names = self.nb.answer_names()
+
+    def run_until(self, grade_id: str | None = None) -> list[dict]:
+        """Run the planned cells before test cell `grade_id` (all of them for None); their statuses."""
+        limit = self.nb.cell(grade_id).index if grade_id else float("inf")
+        cells = [c for c in self.plan.cells[self.sent:] if c["at"] < limit]
+        self.sent += len(cells)
+        return self.link.run_cells(cells, 300) if cells else []
+
+    def answer(self, grade_id: str, source: str) -> dict:
+        """Run `source` as answer cell `grade_id` in the student's process; its status."""
+        cell = self.nb.cell(grade_id)
+        return self.link.run_cells([{"index": cell.index, "at": float(cell.index), "kind": "answer",
+                                     "grade_id": grade_id, "source": source}], 300)[0]
+
+    def test(self, grade_id: str, visible: bool = False) -> score.TestResult:
+        """Run test cell `grade_id` (the release's visible checks if `visible`) as the judge does; its result."""
+        nb = self.visible if visible else self.nb
+        cell = nb.cell(grade_id)
+        entry = judge.run_test(self.link, self.sink, {"index": cell.index, "grade_id": grade_id, "source": cell.source},
+                               self.names, 300)
+        result = next(t for t in score.score(nb, {"tests": [entry]}).tests if t.grade_id == grade_id)
+        result.error = entry.get("error")
+        return result
+
+    def close(self) -> None:
+        self.link.close()
+
+    def __enter__(self) -> Judging:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def failures_text(result: score.TestResult) -> str:
+    """Every failed group's message and hint, for assertion messages."""
+    return "\n".join(f"[{g['group']}: {g['status']}] {g.get('message') or ''} (hint_key={g.get('hint_key')})"
+                     for g in result.groups if not g["passed"]) or f"(no failed group; error: {result.error})"
