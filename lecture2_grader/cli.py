@@ -58,14 +58,15 @@ def _guarded(stage: str, student: str, nb: Notebook, record: Student, fn, *args)
         return None
 
 
-def students_of(submitted: Path, only: list[str] | None) -> list[str]:
+def students_of(submitted: Path, only: list[str] | None) -> tuple[list[str], list[str]]:
+    """The student folders to grade, and a note for each folder whose name the grader does not accept."""
+    from .text import terminal
+
     names = only or sorted(p.name for p in submitted.iterdir() if p.is_dir() and not p.name.startswith("."))
-    bad = [n for n in names if not STUDENT_NAME.fullmatch(n) or n.startswith(".")]
-    if bad:
-        from .text import terminal
-        raise SystemExit(f"error: student folder names must be letters, digits and _.@+- : "
-                         f"{', '.join(terminal(b, 60) for b in bad[:3])}")
-    return names
+    bad = [n for n in names if not STUDENT_NAME.fullmatch(n)]
+    notes = [f"submitted/{terminal(b, 80)}/ not graded: a student folder's name must be letters, digits and _.@+- "
+             "(rename it, then grade again)" for b in bad]
+    return [n for n in names if n not in bad], notes
 
 
 def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | None = None,
@@ -78,15 +79,15 @@ def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | N
     if not submitted.is_dir():
         raise SystemExit(f"error: no submissions: {submitted} does not exist. Put each student's notebooks in "
                          f"submitted/<student>/{ASSIGNMENT}/")
-    names = students_of(submitted, students)
-    if not names:
+    names, skipped = students_of(submitted, students)
+    if not names and not skipped:
         raise SystemExit(f"error: {submitted} holds no student folder")
     notebooks = load_course(course)
     scratch = Path(tempfile.mkdtemp(prefix="lecture2-grade-"))
     try:
         runtime.package = pipeline.package_dir()
         runtime.mpl_cache = pipeline.font_cache(scratch)
-        notes = pipeline.preflight(runtime)
+        notes = skipped + pipeline.preflight(runtime)
         gradebook.register(course, {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in notebooks.values()})
         package_digest = tree_digest(runtime.package) + tree_digest(pipeline.GRADER)
         records = {n: Student(n) for n in names}

@@ -19,6 +19,7 @@ from sqlalchemy.exc import SAWarning
 
 from . import ASSIGNMENT
 from .score import NotebookResult
+from .text import csv_cell
 
 BIN = Path(sys.executable).parent
 
@@ -112,7 +113,7 @@ def write_csv(course: Path) -> Path:
                 per = {nb.name: nb.score for nb in submission.notebooks}
             except MissingEntry:
                 per = {}
-            rows.append([student.id, *(f"{per.get(s, 0.0):g}" for s in stems), f"{sum(per.values()):g}",
+            rows.append([csv_cell(student.id), *(f"{per.get(s, 0.0):g}" for s in stems), f"{sum(per.values()):g}",
                          f"{assignment.max_score:g}"])
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)

@@ -71,6 +71,7 @@ def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout
     from lecture2 import answers
 
     sink.reports = {}
+    link.new_budget()
     filename = f"<test cell {test['grade_id']}>"
     namespace = {"__name__": "__main__", "__builtins__": __builtins__,
                  **{name: answers.Remote(name, link) for name in answer_names}}
@@ -111,6 +112,7 @@ def judge(job: dict) -> dict:
             before = [c for c in pending if c["at"] < test["index"]]
             pending = pending[len(before):]
             if before:
+                link.new_budget()
                 for status in link.run_cells(before, job["cell_timeout"]):
                     if isinstance(status, dict) and isinstance(status.get("index"), int):
                         cells[status["index"]] = status

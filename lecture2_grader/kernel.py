@@ -11,8 +11,8 @@ It reads framed messages (lecture2.wire) on its standard input and answers each 
     {"op": "session_open" | "session_call" | "session_close", ...}    a session object of lecture2 beside N
     {"op": "bye"}
 
-Every reply carries the request's `seq` and either `ok` (the value, encoded) or `raised` (the exception's
-class names and message). What it receives is a case's inputs; what it sends is data about the student's
+Every reply carries the request's `seq` and either `ok` (the value, encoded), `raised` (the exception's
+class names and message) or `timeout` (it ran past the time the request allowed). What it receives is a case's inputs; what it sends is data about the student's
 answer: never a verdict, an expected value or a check's source, which it never has. Whatever the student's
 code does to this process (it runs in it) can only change that data. The judge decodes every reply strictly
 and gives up on the process when it sends anything else, falls silent past the time left, or dies.
@@ -212,8 +212,7 @@ def main(argv: list[str]) -> int:
         try:
             reply = kernel.handle(msg)
         except CellTimeout:
-            reply = {"raised": {"types": ["TimeoutError"], "builtin": "TimeoutError",
-                                "message": f"did not return within {msg.get('timeout')} s"}}
+            reply = {"timeout": f"did not return within {msg.get('timeout')} s"}
         except BaseException as err:  # the answer raised (SystemExit and the like included): described as data
             reply = {"raised": answers.describe_exception(err)}
         reply["seq"] = seq

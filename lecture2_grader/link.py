@@ -4,9 +4,9 @@
 the calls the test cells ask for (lecture2.answers.Remote calls `request`). Every reply is read with the time
 the current test cell has left and at most wire.MAX_MESSAGE bytes, then decoded strictly; a reply that is
 late, malformed, out of sequence or missing (the process died) makes that call fail with AnswerUnavailable,
-and the process is killed. The next request starts a fresh one, which runs the same cells again first (at
-most `max_starts` times a notebook), so that one crash costs the checks that were waiting on it, not the
-notebook's later exercises.
+and the process is killed. The next request starts a fresh one, which runs the same cells again first (but a
+cell that hung or killed its process: at most `max_starts` times a test cell, `max_total_starts` a notebook),
+so that one crash costs the checks that were waiting on it, not the notebook's later exercises.
 """
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ class KernelSpec:
     mpl_cache: str | None = None
     cell_timeout: float = 120.0
     start_timeout: float = 120.0
-    max_starts: int = 3
+    max_starts: int = 3  # starts of the student's process per test cell (see KernelLink.new_budget)
+    max_total_starts: int = 12  # and per notebook
 
 
 @dataclass
@@ -73,6 +74,26 @@ class _Tail:
         return self.data.decode("utf-8", "replace")
 
 
+def _clean_statuses(statuses: object, cells: list[dict]) -> list[dict]:
+    """The student's process's report on the cells it ran, as the judge keeps it: one entry per cell asked
+    for, each field checked and bounded (whatever the process sent, nothing else gets through)."""
+    sent = statuses if isinstance(statuses, list) else []
+    clean = []
+    for k, cell in enumerate(cells):
+        raw = sent[k] if k < len(sent) and isinstance(sent[k], dict) else {}
+        status = raw.get("status") if raw.get("status") in ("ok", "error", "timeout") else "not run"
+        entry = {"index": cell.get("index"), "status": status,
+                 "seconds": float(raw["seconds"]) if type(raw.get("seconds")) in (int, float) and
+                 0 <= raw["seconds"] < 1e6 else 0.0,
+                 "stdout": raw["stdout"][-20_000:] if isinstance(raw.get("stdout"), str) else ""}
+        if status != "ok":
+            entry["ename"] = raw["ename"][:100] if isinstance(raw.get("ename"), str) else ""
+            entry["message"] = raw["message"][:500] if isinstance(raw.get("message"), str) else ""
+            entry["line"] = raw["line"] if type(raw.get("line")) is int and 0 < raw["line"] < 10**6 else None
+        clean.append(entry)
+    return clean
+
+
 class KernelLink:
     def __init__(self, spec: KernelSpec):
         self.spec = spec
@@ -83,15 +104,23 @@ class KernelLink:
         self._seq = 0
         self._tail: _Tail | None = None
         self._gave_up = False
+        self._starts_here = 0  # starts since new_budget()
 
     # ---- process
 
+    def new_budget(self) -> None:
+        """A new test cell: its checks may start the student's process `max_starts` times again."""
+        self._starts_here = 0
+        if self.events.starts < self.spec.max_total_starts:
+            self._gave_up = False
+
     def _start(self) -> None:
-        if self.events.starts >= self.spec.max_starts:
+        if self._starts_here >= self.spec.max_starts or self.events.starts >= self.spec.max_total_starts:
             self._gave_up = True
-            raise answers.AnswerUnavailable(f"your notebook's process stopped {self.events.starts} times; "
-                                            "the checks left are not run")
+            raise answers.AnswerUnavailable(f"your notebook's process stopped {len(self.events.deaths)} times; "
+                                            "the checks left in this cell are not run")
         self.events.starts += 1
+        self._starts_here += 1
         req_read, req_write = os.pipe()
         rep_read, rep_write = os.pipe()
         out_read, out_write = os.pipe()
@@ -109,7 +138,7 @@ class KernelLink:
         hello = self._read(-1, time.monotonic() + self.spec.start_timeout)
         if not isinstance(hello, dict) or "lecture2" not in hello:
             self._give_up("the student's process did not start")
-        if self._cells_sent:  # a fresh process: the cells the answers need, again
+        if self._cells_sent:  # a fresh process: the cells the answers need, again (those that ran to the end)
             self._exchange({"op": "run", "cells": self._cells_sent, "timeout": self.spec.cell_timeout}, replay=True)
 
     def _give_up(self, why: str, exc: type[Exception] = answers.AnswerUnavailable) -> None:
@@ -164,12 +193,13 @@ class KernelLink:
             reply = wire.unpack(self._read_exact(size, deadline))
         except wire.Malformed as err:
             self._give_up(f"the student's process sent something that is not data ({err})")
-        if not isinstance(reply, dict) or reply.get("seq") != seq or not ({"ok"} == set(reply) - {"seq"}
-                                                                         or {"raised"} == set(reply) - {"seq"}
-                                                                         or {"cells"} == set(reply) - {"seq"}):
+        if not isinstance(reply, dict) or reply.get("seq") != seq or len(set(reply) - {"seq"}) != 1 \
+                or not set(reply) - {"seq"} <= {"ok", "raised", "cells", "timeout"}:
             self._give_up("the student's process answered out of turn (a reply it was not asked for)")
         if "raised" in reply:
             raise answers.rebuild_exception(reply["raised"])
+        if "timeout" in reply:
+            raise answers.AnswerTimeout("did not return within the time the check had left")
         if "cells" in reply:
             return reply["cells"]
         try:
@@ -202,16 +232,25 @@ class KernelLink:
         return f"the student's process ended (exit status {code})"
 
     def _exchange(self, message: dict, replay: bool = False) -> object:
-        if self._run is None:
-            if self._gave_up:
-                raise answers.AnswerUnavailable("the checks left are not run: your notebook's process stopped too often")
-            self._start()
+        """Send one request and read its reply: within the test cell's time left, or (a new process running
+        the cells again) within the cells' own time."""
+        now = time.monotonic()
+        if replay:
+            deadline = now + min(600.0, self.spec.cell_timeout * max(1, len(message.get("cells") or [])))
+            timeout = self.spec.cell_timeout
+        else:
+            if self.deadline - now <= 0:
+                raise answers.AnswerTimeout("the test cell's time was used up before this check")
+            if self._run is None:
+                if self._gave_up:
+                    raise answers.AnswerUnavailable("the checks left are not run: your notebook's process stopped too often")
+                self._start()
+            now = time.monotonic()
+            timeout = max(0.001, min(self.deadline - now, float(message.get("timeout", self.deadline - now))))
+            deadline = self.deadline + 2.0  # the process's own alarm fires first; this is for one that ignores it
         self._seq += 1
         seq = self._seq
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise answers.AnswerTimeout("the test cell's time was used up before this check")
-        message = {**message, "seq": seq, "timeout": round(min(left, float(message.get("timeout", left))), 3)}
+        message = {**message, "seq": seq, "timeout": round(timeout, 3)}
         try:
             frame = wire.pack(message)
         except wire.Malformed as err:
@@ -220,7 +259,6 @@ class KernelLink:
             os.write(self._req, frame) if len(frame) < 65536 else self._write_all(frame)
         except (BrokenPipeError, OSError):
             self._give_up(self._died())
-        deadline = self.deadline + 2.0 if not replay else time.monotonic() + 600
         return self._read(seq, deadline)
 
     def _write_all(self, frame: bytes) -> None:
@@ -235,16 +273,25 @@ class KernelLink:
     # ---- what the judge and lecture2.answers.Remote use
 
     def run_cells(self, cells: list[dict], timeout: float) -> list[dict]:
-        """Run `cells` (plan entries) in the student's process; their statuses (or one entry saying why not)."""
-        self._cells_sent += cells
-        saved, self.deadline = self.deadline, time.monotonic() + timeout * max(1, len(cells))
+        """Run `cells` (plan entries) in the student's process, one at a time; their statuses. A cell that ran
+        past its time or ended the process is not run again by a new process (its status says why)."""
+        statuses = []
+        saved = self.deadline
         try:
-            statuses = self._exchange({"op": "run", "cells": cells, "timeout": timeout})
-        except answers.AnswerUnavailable as err:
-            return [{"index": c.get("index"), "status": "not run", "message": str(err)} for c in cells]
+            for cell in cells:
+                self.deadline = time.monotonic() + timeout
+                try:
+                    status = _clean_statuses(self._exchange({"op": "run", "cells": [cell], "timeout": timeout}), [cell])[0]
+                except answers.AnswerUnavailable as err:
+                    status = {"index": cell.get("index"), "seconds": 0.0, "stdout": "", "line": None,
+                              "status": "timeout" if isinstance(err, answers.AnswerTimeout) else "not run",
+                              "ename": type(err).__name__, "message": str(err)[:500]}
+                if status["status"] in ("ok", "error"):
+                    self._cells_sent.append(cell)  # replayed by a new process; a cell that hung would hang again
+                statuses.append(status)
         finally:
             self.deadline = saved
-        return statuses if isinstance(statuses, list) else []
+        return statuses
 
     def request(self, op: str, name, key, args: tuple, kwargs: dict) -> object:
         return self._exchange({"op": op, "name": name, "key": key, "args": wire.encode(list(args)),

@@ -151,6 +151,9 @@ def finish(job: Job, judged: dict | None, nb: Notebook) -> score.NotebookResult:
     problems = list(job.problems)
     if judged is not None:
         problems += run_problems(nb, judged)
+    for test in result.tests:
+        if any(g["status"] == "timeout" for g in test.groups):
+            problems.append(f"{test.grade_id}: an answer ran past the time limit (the checks left in the cell score 0)")
     if job.findings:
         shown = "; ".join(job.findings[:3]) + (f" and {len(job.findings) - 3} more" if len(job.findings) > 3 else "")
         problems.append(f"flagged for review (scored as usual): {shown}")
@@ -176,12 +179,18 @@ def run_problems(nb: Notebook, judged: dict) -> list[str]:
                         + (f" (last output: {' | '.join(tail)})" if tail else ""))
     by_index = {c.index: c for c in nb.cells}
     for status in judged.get("cells") or []:
-        if not isinstance(status, dict):
+        if not isinstance(status, dict) or status.get("status") == "ok":
             continue
         cell = by_index.get(status.get("index"))
+        where = (cell.grade_id or f"cell {cell.index + 1}") if cell else "one of your own cells"
         if status.get("status") == "timeout":
-            where = f"cell {status.get('index', 0) + 1}" if cell else "one of your own cells"
-            problems.append(f"{where}{f' ({cell.grade_id})' if cell and cell.grade_id else ''} ran past the cell time limit")
+            problems.append(f"{where} ran past the cell time limit")
+        elif status.get("status") == "not run":
+            problems.append(f"{where}: {status.get('message') or 'not run'}")
+        elif cell is None or cell.kind == "answer":
+            line = f" (line {status['line']})" if isinstance(status.get("line"), int) else ""
+            oom = " (out of memory)" if status.get("ename") == "MemoryError" else ""
+            problems.append(f"{where} raised {status.get('ename') or 'an error'}{line}{oom}")
     return problems
 
 

@@ -2,8 +2,8 @@
 
 Inside, the student's code sees the Python environment, the `lecture2` package and the kernel script, all
 read-only, and a few files of /etc and /usr. It can write only fixed-size memory filesystems: /tmp (its
-working folder is /tmp/work) and /dev/shm; /dev itself is read-only, and nothing of the host's disk is
-writable. It has no network but loopback, its own PID, IPC, UTS and mount namespaces (it can neither see nor
+working folder is /tmp/work) and /dev/shm; /dev and the sandbox's own root are read-only, and nothing of the
+host's disk is writable. It has no network but loopback, its own PID, IPC, UTS and mount namespaces (it can neither see nor
 signal the grader, the judge or another student), a new terminal session, no capabilities, and, when bubblewrap
 runs as root, the uid `nobody`.
 
@@ -129,7 +129,9 @@ def command(argv: list[str], *, binds: list[Path], env: dict[str, str], limits: 
         "--size", str(limits.tmp), "--tmpfs", "/tmp",  # before the course's binds: a course under /tmp stays seen
         *_ro_binds([Path(sys.base_prefix), Path(sys.prefix), *binds]),
         "--proc", "/proc", "--dev", "/dev", "--size", str(limits.shm), "--tmpfs", "/dev/shm", *_gpu_devices(),
-        "--remount-ro", "/dev", "--dir", WORK, "--chdir", WORK,
+        "--remount-ro", "/dev", "--dir", WORK,
+        "--remount-ro", "/",  # bwrap's own root (the folders it made for the binds) is a memory filesystem too
+        "--chdir", WORK,
         *argv,
     ]
 
@@ -285,10 +287,14 @@ def _size(n: int | None) -> str:
 
 
 def _limits_in_child(limits: Limits, group: Cgroup | None):
+    gpu = bool(_gpu_devices())
+
     def apply():  # in the child, before exec: inherited by everything in the sandbox
         if group is not None:
             group.enter()
-        elif limits.memory:
+        # each process's address space too (an early MemoryError the student sees), except where CUDA runs:
+        # its driver reserves far more address space than it uses
+        if limits.memory and not (gpu and group is not None):
             resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -1,10 +1,11 @@
-"""The class grader (`make grade`, tools/grade/) on a corpus of submissions: honest ones saved in odd ways,
-faulty ones, and attacks a determined student tried. Each earns exactly what it honestly earns and draws its
-report line; no student changes another's grade, the course, or the gradebook.
+"""The class grader (`make grade`, lecture2_grader) on a corpus of submissions: honest ones saved in odd ways,
+honest ones written in unusual ways, faulty ones, and the attacks a determined class tried on the earlier design.
+Each earns exactly what its answers honestly earn and draws its report line; no student changes another's grade,
+the course or the gradebook; nothing a student controls reaches the instructor's terminal, a feedback page or
+a CSV file unescaped.
 
-The corpus uses notebook 01 (7 points: tensor_bytes 2, float_format_limits 3, weight_memory 2), so that
-grading ~45 students stays quick; a second course with notebooks 01 and 02 (7 points each) shows that a
-fault costs only its own notebook.
+The corpus uses notebook 01 (7 points: tensor_bytes 2, float_format_limits 3, weight_memory 2), so that grading
+~60 students stays quick.
 """
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import csv
 import hashlib
 import html
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -22,14 +22,17 @@ from nbgrader.api import Gradebook
 
 import submissions as sub
 from conftest import ASSIGNMENT, RELEASE, ROOT, SOLUTIONS, hidden_lines
-from tools.grade import cli, gradebook, sandbox
+from judging import runtime as judging_runtime
+from lecture2_grader import cli, gradebook, sandbox
+from lecture2_grader.report import report_line
 
 pytestmark = pytest.mark.slow
-NB1, NB2 = "01_tensors_dtypes.ipynb", "02_autograd.ipynb"
-S1, S2 = NB1.removesuffix(".ipynb"), NB2.removesuffix(".ipynb")
+NB1 = "01_tensors_dtypes.ipynb"
+S1 = NB1.removesuffix(".ipynb")
 REF = sub.reference_answers(NB1)
 TB, FF, WM = "ex01_tensor_bytes", "ex01_float_format", "ex01_weight_memory"
 BITS = "def tensor_bytes(shape, dtype):\n    return math.prod(shape) * dtype.itemsize * 8\n"
+RIGHT = "math.prod(shape) * dtype.itemsize"
 
 
 def with_code(before: str = "", after: str = "", gid: str = TB) -> nbformat.NotebookNode:
@@ -37,14 +40,61 @@ def with_code(before: str = "", after: str = "", gid: str = TB) -> nbformat.Note
     return sub.filled(NB1, **{gid: before + REF[gid] + after})
 
 
-def inside_tensor_bytes(body: str, result: str = "math.prod(shape) * dtype.itemsize") -> nbformat.NotebookNode:
-    """tensor_bytes whose body first runs `body` (indented by the caller's lines), then returns `result`."""
+def tensor_bytes_doing(body: str, result: str = "math.prod(shape) * dtype.itemsize * 8") -> nbformat.NotebookNode:
+    """tensor_bytes whose body first runs `body`, then returns `result` (by default a wrong answer: bits)."""
     code = "def tensor_bytes(shape, dtype):\n" + "".join(f"    {line}\n" for line in body.splitlines()) + f"    return {result}\n"
     return sub.filled(NB1, **{TB: code})
 
 
-def corpus(course: Path) -> dict[str, dict]:
-    """student -> {"files": {name: submission}, "score": points, "report": [fragments] or ["ok"]}."""
+def own_cell_before(gid: str, source: str, nb: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
+    nb = nb or sub.filled(NB1)
+    at = next(i for i, c in enumerate(nb.cells) if sub.grade_id(c) == gid)
+    nb.cells.insert(at, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def one(nb, score, report=("ok",), **extra) -> dict:
+    return {"files": {NB1: nb}, "score": score, "report": list(report), **extra}
+
+
+def honest_corpus() -> dict[str, dict]:
+    """Students who wrote right answers in ways a scan-based grader punished (issue: 9 of 15 lost points)."""
+    no_hints = sub.stripped(sub.filled(NB1))
+    for cell in no_hints.cells:
+        cell.source = (cell.source.replace("(shape: tuple[int, ...], dtype: torch.dtype) -> int:", "(shape, dtype):")
+                       .replace("(exp_bits: int, mantissa_bits: int) -> dict[str, float]:", "(exp_bits, mantissa_bits):"))
+    return {
+        "print-self-test": one(with_code(after="\nprint(tensor_bytes((2, 3), torch.float32))\nassert tensor_bytes((), torch.int8) == 1\n"), 7),
+        "unit-constant": one(sub.filled(NB1, **{WM: 'GB, GiB = 10**9, 2**30\n'
+                                                    'def weight_memory(n_params, dtype, unit="GB"):\n'
+                                                    '    scale = {"GB": GB, "GiB": GiB}\n'
+                                                    '    if unit not in scale:\n        raise ValueError(unit)\n'
+                                                    '    return n_params * dtype.itemsize / scale[unit]\n'}), 7),
+        "comprehension-over-dtypes": one(sub.filled(NB1, **{TB: "SIZES = {dt: dt.itemsize for dt in (torch.float32, torch.bfloat16)}\n"
+                                                                "def tensor_bytes(shape, dtype):\n"
+                                                                "    return math.prod(shape) * SIZES.get(dtype, dtype.itemsize)\n"}), 7),
+        "functools-wraps": one(sub.filled(NB1, **{TB: "import functools\ndef as_int(fn):\n    @functools.wraps(fn)\n"
+                                                      "    def wrapper(*a):\n        return int(fn(*a))\n    return wrapper\n"
+                                                      f"@as_int\ndef tensor_bytes(shape, dtype):\n    return {RIGHT}\n"}), 7),
+        "lru-cache": one(sub.filled(NB1, **{TB: f"import functools\n@functools.lru_cache(maxsize=None)\n"
+                                                f"def tensor_bytes(shape, dtype):\n    return {RIGHT}\n"}), 7),
+        "helper-in-own-cell": one(own_cell_before(TB, "def count(shape):\n    n = 1\n    for s in shape:\n        n *= s\n    return n\n",
+                                                  sub.filled(NB1, **{TB: "def tensor_bytes(shape, dtype):\n    return count(shape) * dtype.itemsize\n"})), 7),
+        "try-import": one(with_code("try:\n    import numpy as np\nexcept ImportError:\n    np = None\n"), 7),
+        "helper-named-bias": one(sub.filled(NB1, **{FF: "def bias(e):\n    return 2 ** (e - 1) - 1\n"
+                                                        "def float_format_limits(exp_bits, mantissa_bits):\n"
+                                                        "    b = bias(exp_bits)\n"
+                                                        "    return {'max': float((2 - 2.0 ** -mantissa_bits) * 2.0 ** b), "
+                                                        "'tiny': float(2.0 ** (1 - b)), 'eps': float(2.0 ** -mantissa_bits)}\n"}), 7),
+        "not-implemented-for-complex": one(tensor_bytes_doing(
+            "if dtype.is_complex:\n    raise NotImplementedError('complex dtypes are not asked for')", RIGHT), 6.5),
+        "lost-metadata-and-hints": one(no_hints, 7, [f"{S1}: nbgrader metadata missing: answers found by what they define"]),
+        "getattr-with-default": one(tensor_bytes_doing("size = getattr(dtype, 'itemsize', 4)", "math.prod(shape) * size"), 7),
+        "grad-mode-off-at-top": one(with_code("torch.set_grad_enabled(True)\n"), 7),
+    }
+
+
+def saved_oddly_corpus(course: Path) -> dict[str, dict]:
     duplicated = sub.filled(NB1, **{TB: BITS})
     cell = next(c for c in duplicated.cells if sub.grade_id(c) == TB)
     copy = nbformat.from_dict(dict(cell))
@@ -63,12 +113,8 @@ def corpus(course: Path) -> dict[str, dict]:
     for i, c in enumerate(retyped.cells):
         if sub.grade_id(c) == FF:
             retyped.cells[i] = nbformat.v4.new_markdown_cell(c.source, metadata=c.metadata)
-    other = course / "submitted" / "correct" / ASSIGNMENT / NB1
-    gradebook_db = course / "gradebook.db"
-    checks_py = ROOT / "lecture2" / "checks.py"
-    one = lambda nb, score, report=("ok",): {"files": {NB1: nb}, "score": score, "report": list(report)}  # noqa: E731
+    huge_int = sub.as_text(sub.filled(NB1)).replace('"nbformat": 4', '"nbformat": 4, "x": ' + "9" * 5000, 1)
     return {
-        # honest work, saved as students save it
         "correct": one(sub.filled(NB1), 7),
         "blank": one(sub.release(NB1), 0),
         "planted-mistake": one(sub.filled(NB1, **{TB: BITS}), 5),
@@ -78,12 +124,12 @@ def corpus(course: Path) -> dict[str, dict]:
         "nbformat3": one(sub.nbformat3(sub.filled(NB1)), 7),
         "latin1": one(sub.as_text(sub.filled(NB1)).replace("字节", "\xe9").encode("latin-1", "replace"), 0,
                       [f"{S1}: not UTF-8 text"]),
-        "stripped-metadata": one(sub.stripped(sub.filled(NB1)), 7,
-                                 [f"{S1}: nbgrader metadata missing: answers found by their first line"]),
         "invalid-json": one("{ this is not a notebook", 0, [f"{S1}: not a valid notebook (invalid JSON"]),
+        "huge-integer-json": one(huge_int, 0, [f"{S1}: not a valid notebook (invalid JSON"]),
+        "null-worksheet-cells": one('{"nbformat": 3, "worksheets": [{"cells": null}]}', 0,
+                                    [f"{S1}: answer cell {TB} missing"]),
         "missing-notebook": {"files": {}, "score": 0, "report": [f"{S1}: notebook missing (0 points)"]},
-        "no-assignment-folder": {"files": {}, "folder": False, "score": 0,
-                                 "report": ["no lec02/ folder: every notebook missing"]},
+        "no-assignment-folder": {"files": {}, "folder": False, "score": 0, "report": ["no lec02/ folder: every notebook missing"]},
         "unexpected-files": {"files": {NB1: sub.filled(NB1), "lecture2.py": "raise SystemExit('shadow')\n",
                                        "data.bin": b"\0" * 1024}, "score": 7,
                              "report": ["unexpected files ignored: data.bin, lecture2.py"]},
@@ -92,89 +138,89 @@ def corpus(course: Path) -> dict[str, dict]:
         "deleted-test-cells": one(no_tests, 5),
         "edited-test-cell": one(edited_test, 5),
         "retyped-cell": one(retyped, 7, [f"{S1}: answer cell {FF} is a markdown cell (run as code)"]),
-        # faults that cost only their own exercise or notebook
-        "infinite-loop": one(inside_tensor_bytes("while True:\n    pass"), 5, [f"{S1}: a cell timed out"]),
-        "memory-hog": one(with_code("hog = bytearray(40 * 2**30)\n", gid=WM), 5, [f"{S1}: out of memory"]),
-        "swallows-timeouts": one(with_code(
-            "import time\ndef spin():\n    while True:\n        try:\n            time.sleep(0.5)\n"
-            "        except BaseException:\n            pass\nstarted = spin()\n"), 0,
-            [f"{S1}: stopped at the notebook's time limit"]),
-        "spins-in-background": one(inside_tensor_bytes(
-            "import time\nwhile True:\n    try:\n        time.sleep(0.5)\n    except BaseException:\n        pass"),
-            5, [f"{S1}: a cell timed out"]),
-        # partial credit: the check groups a half-right answer passes
-        "allocates": one(inside_tensor_bytes("", "torch.empty(shape, dtype=dtype).nbytes"), 6,
-                         ["ok"]),
-        "memorised": one(inside_tensor_bytes("table = {(3, 4): 48, (2, 3, 5): 60, (1024,): 1024, (): 8}",
-                                             "table.get(shape, 2**60)"), 6.5),
-        "prints-points": one(inside_tensor_bytes("print('PRINTED-' + 'BY-THE-STUDENT', shape)\nprint('✅ tensor_bytes: 检查通过 (all checks passed)')",
-                                                 "math.prod(shape) * dtype.itemsize * 8"), 5),
-        # attacks: the static scan withholds them, the sandbox would confine them
-        "gradebook-sql": one(with_code("import sqlite3\n", "\nsqlite3.connect('../../../gradebook.db').execute("
-                                       "'UPDATE grade SET manual_score=100')\n"), 5,
-                             [f"{S1}: withheld for review: {TB} line 1: import of sqlite3"]),
-        "course-folder": one(inside_tensor_bytes("from pathlib import Path\nimport sys\n"
-                                                 "(Path(sys.prefix).parent / 'lecture2' / 'checks.py').write_text('x')"), 5,
-                             [f"{S1}: withheld for review: {TB} line 2: import of pathlib"]),
-        "reads-solutions": one(inside_tensor_bytes("src = open('../../../solutions/lec02/01_tensors_dtypes.ipynb').read()"), 5,
-                               [f"{S1}: withheld for review: {TB} line 2: open (file access)"]),
-        "input-transformer": one(with_code("get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])\n"), 5,
-                                 [f"{TB} line 1: get_ipython (IPython's hooks)"]),
-        "setprofile": one(with_code("import sys\nsys.setprofile(lambda *a: None)\n"), 5,
-                          [f"{TB} line 1: import of sys"]),
-        "displayhook": one(inside_tensor_bytes("get_ipython().displayhook('ok')", "0"), 5,
-                           [f"{TB} line 2: get_ipython (IPython's hooks)"]),
+        "+formula-name": one(sub.filled(NB1), 7),
+    }
+
+
+def faults_corpus() -> dict[str, dict]:
+    return {
+        "infinite-loop": one(tensor_bytes_doing("while True:\n    pass", RIGHT), 5, [f"{S1}: {TB}_check: an answer ran past the time limit"]),
+        "memory-hog": one(with_code("hog = bytearray(40 * 2**30)\n", gid=WM), 5, [f"{S1}: {WM} raised MemoryError", "out of memory"]),
+        "swallows-timeouts": one(with_code("import time\ndef spin():\n    while True:\n        try:\n            time.sleep(0.5)\n"
+                                           "        except BaseException:\n            pass\nstarted = spin()\n"), 5,
+                                 [f"{S1}: {TB} ran past the cell time limit"]),
+        "spins-in-answer": one(tensor_bytes_doing("import time\nwhile True:\n    try:\n        time.sleep(0.5)\n"
+                                                  "    except BaseException:\n        pass", RIGHT), 5,
+                               [f"{S1}: {TB}_check: an answer ran past the time limit"]),
+        "segfault-in-answer": one(sub.filled(NB1, **{WM: "import ctypes\ndef weight_memory(n, dtype, unit='GB'):\n"
+                                                          "    ctypes.string_at(0)\n"}), 5,
+                                  [f"{S1}: your notebook's process was restarted"]),
+        "huge-answer": one(sub.filled(NB1, **{TB: REF[TB] + "# padding\n" * 20_000}), 5, [f"{S1}: answer cell {TB} holds"]),
+        "allocates": one(tensor_bytes_doing("", "torch.empty(shape, dtype=dtype).nbytes"), 6),
+        "memorised": one(tensor_bytes_doing("table = {(3, 4): 48, (2, 3, 5): 60, (1024,): 1024, (): 8}", "table.get(shape, 2**60)"), 6.5),
+    }
+
+
+def attacks_corpus(course: Path) -> dict[str, dict]:
+    """What won against a grader whose checks shared the student's process: here each earns what its own
+    answer earns (a wrong one, unless the attack is only decoration), and the scan flags it for a look."""
+    other = course / "submitted" / "correct" / ASSIGNMENT / NB1
+    return {
+        "frame-reader": one(tensor_bytes_doing(
+            "import sys\nframe, seen = sys._getframe(1), []\nwhile frame is not None:\n"
+            "    seen += [v for k, v in frame.f_locals.items() if k in ('want', 'measured', 'expected')]\n    frame = frame.f_back",
+            "seen[0] if seen else math.prod(shape) * dtype.itemsize * 8"), 5, ["flagged for review", "imports sys"]),
+        "gc-search": one(tensor_bytes_doing(
+            "import gc\nfound = [o for o in gc.get_objects() if isinstance(o, dict) and 'want' in o]",
+            "found[0]['want'] if found else math.prod(shape) * dtype.itemsize * 8"), 5, ["imports gc"]),
+        "proc-mem": one(tensor_bytes_doing(
+            "import numpy as np\ntry:\n    np.lib.npyio.DataSource(None).open('/proc/self/mem', 'rb').read(16)\nexcept Exception:\n    pass"),
+            5, ["names the path '/proc/self/mem'"]),
+        "patches-math": one(sub.filled(NB1, **{WM: "math.isclose = lambda *a, **k: True\n"
+                                                  "def weight_memory(n, dtype, unit='GB'):\n    return 0.0\n"}), 5,
+                            ["assigns to math.isclose"]),
+        "loop-target-patch": one(sub.filled(NB1, **{WM: "for math.isclose in [lambda *a, **k: True]:\n    pass\n"
+                                                       "def weight_memory(n, dtype, unit='GB'):\n    return 0.0\n"}), 5,
+                                 ["assigns to math.isclose"]),
+        "patches-checks": one(sub.filled(NB1, **{WM: "import lecture2.checks\nlecture2.checks.expect_close = lambda *a, **k: None\n"
+                                                    "def weight_memory(n, dtype, unit='GB'):\n    return 0.0\n"}), 5,
+                              ["imports lecture2.checks"]),
+        "range-override": one(sub.filled(NB1, **{TB: "def range(*a):\n    return ()\n"
+                                                     "table = {(3, 4): 48, (2, 3, 5): 60, (1024,): 1024, (): 8}\n"
+                                                     "def tensor_bytes(shape, dtype):\n    return table.get(shape, 2**60)\n"}), 6.5),
+        "fake-report": one(tensor_bytes_doing("import lecture2.checks\nwith lecture2.checks.exercise('tensor_bytes'):\n    pass"), 5,
+                           ["imports lecture2.checks"]),
+        "segfault-after-report": one(with_code("import ctypes, lecture2.checks\n"
+                                               "with lecture2.checks.exercise('tensor_bytes', points={'real tensors': 2}) as ex:\n"
+                                               "    with ex.group('real tensors'):\n        pass\n", "\nctypes.string_at(0)\n"), 5,
+                                     [f"{S1}: {TB}: "]),
         "always-equal": one(sub.filled(NB1, **{TB: "class Any(int):\n    def __eq__(self, other):\n        return True\n"
                                                     "    __hash__ = int.__hash__\n\n"
                                                     "def tensor_bytes(shape, dtype):\n    return Any(0)\n"}), 5,
-                            [f"{TB} line 1: class Any subclasses int", f"{TB} line 2: defines __eq__"]),
-        "frame-reader": one(inside_tensor_bytes("import sys\nwant = sys._getframe(1).f_locals.get('measured')", "want"), 5,
-                            [f"{TB} line 3: attribute .f_locals"]),
-        "traceback-frames": one(inside_tensor_bytes(
-            "try:\n    raise ValueError\nexcept ValueError as e:\n    f = e.__traceback__.tb_frame.f_back", "0"), 5,
-            [f"{TB} line 5: dunder attribute .__traceback__"]),
-        "history": one(inside_tensor_bytes("print(In[-1])", "0"), 5, [f"{TB} line 2: In (IPython's input history)"]),
-        "pre-run-hook": one(with_code("get_ipython().events.register('pre_run_cell', lambda *a: None)\n"), 5,
-                            [f"{TB} line 1: get_ipython"]),
-        "patches-tensor": one(with_code("torch.Tensor.nbytes = property(lambda t: 0)\n", gid=TB), 5,
-                              [f"{TB} line 1: assignment to an attribute of `torch`"]),
-        "patches-checks": one(sub.filled(NB1, **{WM: "import lecture2.checks\nlecture2.checks.expect_close = lambda *a, **k: None\n"
-                                                    "def weight_memory(n, dtype, unit='GB'):\n    return 0.0\n"}), 5,
-                              [f"{WM} line 1: import of lecture2.checks"]),
-        "patches-math": one(sub.filled(NB1, **{WM: "math.isclose = lambda *a, **k: True\n"
-                                                  "def weight_memory(n, dtype, unit='GB'):\n    return 0.0\n"}), 5,
-                            [f"{WM} line 1: assignment to an attribute of `math`"]),
-        "rebinds-math": one(sub.filled(NB1, **{TB: "class M:\n    prod = staticmethod(lambda s: 0)\nmath = M()\n" + BITS}), 5,
-                            [f"{TB} line 3: rebinds `math`, which the notebook defines"]),
-        "reads-test-globals": one(inside_tensor_bytes("", "rng.randint(0, 1)"), 5, [f"{TB} line 2: reads `rng`"]),
-        "global-checks": one(inside_tensor_bytes("global checks\nchecks = None"), 5, [f"{TB} line 1: `global checks`"]),
-        "format-reader": one(inside_tensor_bytes("s = '{0.__globals__}'.format(tensor_bytes)"), 5,
-                             [f"{TB} line 2: .format on a string that is not a plain literal"]),
-        "torch-sys": one(inside_tensor_bytes("torch.sys.modules['lecture2.checks'].expect_equal = print"), 5,
-                         [f"{TB} line 2: attribute .sys"]),
-        "threads": one(with_code("import threading\n"), 5, [f"{TB} line 1: import of threading"]),
-        # allowed by the instructor after review: the sandbox and the signed report still hold
-        "fake-report": {"files": {NB1: inside_tensor_bytes(
-            "import lecture2.checks\nwith lecture2.checks.exercise('tensor_bytes'):\n    pass",
-            "math.prod(shape) * dtype.itemsize * 8")}, "score": 5, "allow": [TB], "report": ["ok"]},
-        "frames-allowed": {"files": {NB1: inside_tensor_bytes(
-            "import sys\nframe, seen = sys._getframe(1), []\nwhile frame is not None:\n"
-            "    seen += [v for k, v in frame.f_locals.items() if k == 'measured']\n    frame = frame.f_back",
-            "seen[0] if seen else 0")}, "score": 5, "allow": [TB], "report": ["ok"]},
-        "escape": {"files": {NB1: sub.filled(NB1, **{TB: ESCAPE.format(other=other, gradebook=gradebook_db,
-                                                                        checks=checks_py, course=course)})},
-                   "score": 7, "allow": [TB], "report": ["ok"]},
+                            ["defines __eq__"]),
+        "prints-points": one(tensor_bytes_doing("print('PRINTED-' + 'BY-THE-STUDENT', shape)\n"
+                                                "print('✅ tensor_bytes: 检查通过 (all checks passed)')"), 5),
+        "reads-solutions": one(tensor_bytes_doing(
+            "try:\n    src = open('../../../solutions/lec02/01_tensors_dtypes.ipynb').read()\nexcept OSError:\n    src = None"), 5),
+        "gradebook-sql": one(with_code("import sqlite3\n", "\ntry:\n    sqlite3.connect('../../../gradebook.db').execute("
+                                       "'UPDATE grade SET manual_score=100')\nexcept Exception:\n    pass\n"), 7),
+        "fills-memory-filesystems": one(with_code(
+            "def _fill(path):\n    try:\n        with open(path, 'wb') as f:\n            for _ in range(4096):\n"
+            "                f.write(b'\\0' * 2**20)\n    except OSError:\n        pass\n"
+            "_fill('/dev/shm/x'); _fill('/tmp/x'); _fill('/dev/x')\n"), 7, ["names the path '/dev/shm/x'"]),
+        "escape": one(sub.filled(NB1, **{TB: ESCAPE.format(other=other, gradebook=course / "gradebook.db",
+                                                          checks=ROOT / "lecture2" / "checks.py", course=course)}), 7),
+        "terminal-injection": one(_with_unknown_ids("\x1b[2J\x1b[H\rcorrect: 0/7 — forged\nalice: 7/7 — ok",
+                                                    "# 86 / 86\n[click](javascript:alert(1))<script>alert(1)</script>"),
+                                  7, ["unknown grade_ids ignored: \\x1b[2J"]),
     }
 
 
-def two_notebook_corpus() -> dict[str, dict]:
-    return {
-        "segfault-01": {"files": {NB1: with_code("import ctypes\n", "\nctypes.string_at(0)\n", gid=WM),
-                                  NB2: sub.filled(NB2)}, "score": 5 + 7, "allow": [WM],
-                        "report": [f"{S1}: the kernel died in cell"]},
-        "invalid-01": {"files": {NB1: "not json", NB2: sub.filled(NB2)}, "score": 7,
-                       "report": [f"{S1}: not a valid notebook"]},
-    }
+def _with_unknown_ids(*ids: str) -> nbformat.NotebookNode:
+    nb = sub.filled(NB1)
+    for gid in ids:
+        nb.cells.append(nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": gid}}))
+    return nb
 
 
 ESCAPE = '''import os, socket, subprocess
@@ -187,31 +233,30 @@ def _try(what, fn):
     except Exception as err:
         ATTEMPTS.append(what + ": " + type(err).__name__)
 
+_try("write another submission", lambda: open({other!r}, "w").write("{{}}"))
+_try("write the gradebook", lambda: open({gradebook!r}, "a").write("x"))
+_try("write lecture2", lambda: open({checks!r}, "a").write("\\nraise SystemExit"))
+_try("list the course", lambda: os.listdir({course!r}))
+_try("network", lambda: socket.create_connection(("1.1.1.1", 80), timeout=1))
+subprocess.Popen(["sh", "-c", "sleep 2; echo pwned > /tmp/lecture2-escape-marker; echo x >> {gradebook}"],
+                 start_new_session=True)
+print(ATTEMPTS)
+
 def tensor_bytes(shape, dtype):
-    if not ATTEMPTS:
-        _try("write another submission", lambda: open({other!r}, "w").write("{{}}"))
-        _try("write the gradebook", lambda: open({gradebook!r}, "a").write("x"))
-        _try("write lecture2", lambda: open({checks!r}, "a").write("\\nraise SystemExit"))
-        _try("list the course", lambda: os.listdir({course!r}))
-        _try("network", lambda: socket.create_connection(("1.1.1.1", 80), timeout=1))
-        _try("signal pid 1 of the host", lambda: os.kill(1, 0))
-        subprocess.Popen(["sh", "-c", "sleep 2; echo pwned > /tmp/lecture2-escape-marker; echo x >> {gradebook}"],
-                         start_new_session=True)
-        print(ATTEMPTS)
     return math.prod(shape) * dtype.itemsize
 '''
 
 
-def make_course(root: Path, names: list[str], cases_of) -> tuple[Path, dict]:
-    course = root
-    shutil.copy(ROOT / "nbgrader_config.py", course)
+def make_course(root: Path, names: list[str], cases: dict[str, dict]) -> Path:
+    import shutil
+
+    shutil.copy(ROOT / "nbgrader_config.py", root)
     for kind, folder in (("solutions", SOLUTIONS), ("notebooks", RELEASE)):
-        (course / kind / ASSIGNMENT).mkdir(parents=True)
+        (root / kind / ASSIGNMENT).mkdir(parents=True)
         for name in names:
-            shutil.copy(folder / name, course / kind / ASSIGNMENT)
-    cases = cases_of(course)
+            shutil.copy(folder / name, root / kind / ASSIGNMENT)
     for student, case in cases.items():
-        folder = course / "submitted" / student / ASSIGNMENT
+        folder = root / "submitted" / student / ASSIGNMENT
         if not case.get("folder", True):
             folder.parent.mkdir(parents=True)
             (folder.parent / "notes.txt").write_text("handed in at the wrong level")
@@ -219,140 +264,134 @@ def make_course(root: Path, names: list[str], cases_of) -> tuple[Path, dict]:
         folder.mkdir(parents=True)
         for name, nb in case["files"].items():
             sub.write(nb, folder / name)
-    return course, cases
+    return root
 
 
-def _allowed(cases: dict) -> set[str]:
-    return {f"{s}/{g}" for s, case in cases.items() for g in case.get("allow", [])}
+def grading_runtime(cell_timeout: float = 10, notebook_timeout: float = 120):
+    rt = judging_runtime(sandboxed=True, threads=1)
+    rt.cell_timeout, rt.notebook_timeout = cell_timeout, notebook_timeout
+    rt.limits = sandbox.Limits(memory=4 * 2**30)
+    return rt
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    course, cases = make_course(tmp_path_factory.mktemp("class"), [NB1], corpus)
+    root = tmp_path_factory.mktemp("class")
+    cases = {**saved_oddly_corpus(root), **honest_corpus(), **faults_corpus(), **attacks_corpus(root)}
+    course = make_course(root, [NB1], cases)
+    (course / "submitted" / "bad name!").mkdir()  # a folder the grader does not accept: noted, the class goes on
     marker = Path("/tmp/lecture2-escape-marker")
     marker.unlink(missing_ok=True)
     checks_before = hashlib.sha256((ROOT / "lecture2" / "checks.py").read_bytes()).hexdigest()
     correct_before = (course / "submitted" / "correct" / ASSIGNMENT / NB1).read_bytes()
-    settings = cli.Settings(jobs=2, cell_timeout=10, notebook_timeout=60, memory_limit=cli.parse_bytes("4GiB"),
-                            allow=_allowed(cases))
     start = time.perf_counter()
-    students = cli.grade_class(course, settings)
+    students, notes = cli.grade_class(course, grading_runtime(), jobs=2)
     seconds = time.perf_counter() - start
     time.sleep(3)  # the escape's detached process would have written by now
-    return {"course": course, "cases": cases, "students": {s.name: s for s in students}, "seconds": seconds,
+    return {"course": course, "cases": cases, "students": {s.name: s for s in students}, "notes": notes,
+            "seconds": seconds,
             "untouched": (checks_before == hashlib.sha256((ROOT / "lecture2" / "checks.py").read_bytes()).hexdigest(),
                           correct_before == (course / "submitted" / "correct" / ASSIGNMENT / NB1).read_bytes(),
                           not marker.exists())}
 
 
 def test_every_student_gets_exactly_what_they_earned(graded):
-    """Does each submission earn what it honestly earns: no more from an attack, no less from a fault?"""
+    """Does each submission earn what it honestly earns: no more from an attack, no less from a fault or from
+    honest code written in an unusual way?"""
     cases, students = graded["cases"], graded["students"]
     assert set(students) == set(cases), "a student was lost"
-    wrong = {n: (students[n].total, c["score"]) for n, c in cases.items() if students[n].total != c["score"]}
-    assert not wrong, f"(got, expected) points: {wrong}"
+    wrong = {n: (students[n].total, c["score"], students[n].problems) for n, c in cases.items()
+             if students[n].total != c["score"]}
+    assert not wrong, f"(got, expected, problems): {wrong}"
 
 
-def test_every_problem_is_named_in_the_report_line(graded):
+def test_every_problem_is_named_in_the_report_line_and_honest_work_is_ok(graded):
     max_total = sum(gradebook.max_scores(graded["course"]).values())
     for name, case in graded["cases"].items():
-        line = cli.report_line(graded["students"][name], max_total)
+        line = report_line(graded["students"][name], max_total)
         assert line.startswith(f"{name}: {case['score']:g}/{max_total:g} — "), line
         if case["report"] == ["ok"]:
             assert line.endswith("— ok"), line
         for fragment in case["report"]:
             assert fragment in line, f"{name}: {fragment!r} not in {line!r}"
+    assert any("bad name!" in n and "not graded" in n for n in graded["notes"])
+
+
+def test_nothing_a_student_wrote_reaches_the_terminal_raw(graded):
+    line = report_line(graded["students"]["terminal-injection"], 7)
+    assert "\x1b" not in line and "\r" not in line and "\n" not in line
 
 
 def test_the_sandbox_kept_the_course_and_other_students_intact(graded):
-    """Did the instructor-allowed escape attempt change nothing outside its own scratch folder?"""
     checks_same, other_same, no_marker = graded["untouched"]
     assert checks_same, "lecture2/checks.py was modified"
     assert other_same, "another student's submission was modified"
     assert no_marker, "a detached process of a student survived the sandbox"
     with Gradebook(gradebook.db_url(graded["course"])) as gb:
         assert gb.find_submission(ASSIGNMENT, "correct").score == 7
-
-
-def test_grades_csv_lists_every_student_from_the_gradebook(graded):
-    course, cases = graded["course"], graded["cases"]
-    rows = {r["student"]: r for r in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
-    assert set(rows) == set(cases)
-    for name, case in cases.items():
-        assert float(rows[name]["total"]) == case["score"], name
-        assert rows[name]["max_total"] == "7"
-    # one student graded again: the file still lists the whole class
-    again = cli.grade_class(course, cli.Settings(jobs=1, cell_timeout=10, notebook_timeout=60), ["planted-mistake"])
-    assert again[0].total == 5
-    rows = {r["student"]: r for r in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
-    assert set(rows) == set(cases) and float(rows["correct"]["total"]) == 7
-
-
-def test_feedback_shows_no_hidden_test_and_nothing_the_student_printed(graded):
-    course = graded["course"]
-    hidden = hidden_lines(NB1)
-    for student in ("correct", "planted-mistake", "history", "prints-points", "infinite-loop"):
-        page = (course / "feedback" / student / ASSIGNMENT / NB1.replace(".ipynb", ".html")).read_text("utf-8")
-        text = html.unescape(re.sub(r"<[^>]+>", "", page))
-        assert "checks.exercise" in text, "the visible checks are shown"
-        lines = {line.strip() for line in text.splitlines()}
-        assert not [h for h in hidden if h in lines], f"hidden test lines in {student}'s feedback"
-        assert "20260201" not in text and "Traceback" not in text
-    page = (course / "feedback" / "prints-points" / ASSIGNMENT / NB1.replace(".ipynb", ".html")).read_text("utf-8")
-    text = html.unescape(re.sub(r"<[^>]+>", "", page))
-    assert "PRINTED-BY-THE-STUDENT" not in text and "bits" in text, "the hint is shown, the student's print is not"
-
-
-def test_the_sandbox_blocked_every_escape(graded):
-    """What did the allowed escape attempt see from inside? (printed into its autograded notebook)"""
     nb = nbformat.read(graded["course"] / "autograded" / "escape" / ASSIGNMENT / NB1, as_version=4)
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     for attempt in ("write another submission", "write the gradebook", "write lecture2", "list the course", "network"):
         assert f"{attempt}: " in printed and f"{attempt}: done" not in printed, (attempt, printed[:500])
 
 
-def test_one_fault_costs_only_its_notebook(tmp_path):
-    """A crashed kernel or an invalid file in 01: 02 is graded as if nothing happened."""
-    course, cases = make_course(tmp_path, [NB1, NB2], lambda course: two_notebook_corpus())
-    students = {s.name: s for s in cli.grade_class(course, cli.Settings(jobs=2, cell_timeout=30, notebook_timeout=120,
-                                                                        allow=_allowed(cases)))}
+def test_csv_files_list_every_student_and_neutralise_formulas(graded):
+    course, cases = graded["course"], graded["cases"]
+    rows = {r["student"]: r for r in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
+    assert set(rows) == {("'" + n if n[0] in "=+-@" else n) for n in cases}
+    assert "'+formula-name" in rows and float(rows["'+formula-name"]["total"]) == 7
     for name, case in cases.items():
-        assert students[name].total == case["score"], (name, students[name].scores)
-        assert students[name].scores[S2] == 7
-        line = cli.report_line(students[name], 14)
-        assert all(f in line for f in case["report"]), line
+        assert float(rows[("'" + name if name[0] in "=+-@" else name)]["total"]) == case["score"], name
+    for row in csv.reader((course / "mistakes.csv").open(encoding="utf-8")):
+        assert all(not cell.startswith(("=", "+", "-", "@")) for cell in row), row
 
 
-def test_a_missing_sandbox_is_refused_with_a_clear_message(tmp_path, monkeypatch):
-    (tmp_path / "nbgrader_config.py").write_text("")
-    (tmp_path / "submitted" / "x").mkdir(parents=True)
+def test_feedback_shows_no_hidden_test_nothing_the_student_printed_and_no_student_markup(graded):
+    course = graded["course"]
+    hidden = hidden_lines(NB1)
+    for student in ("correct", "planted-mistake", "prints-points", "infinite-loop", "terminal-injection"):
+        page = (course / "feedback" / student / ASSIGNMENT / f"{S1}.html").read_text("utf-8")
+        text = html.unescape(re.sub(r"<[^>]+>", "", page))
+        assert "checks.exercise" in text, "the visible checks are shown"
+        lines = {line.strip() for line in text.splitlines()}
+        assert not [h for h in hidden if h in lines], f"hidden test lines in {student}'s feedback"
+        assert "20260201" not in text and "Traceback" not in text
+    page = (course / "feedback" / "prints-points" / ASSIGNMENT / f"{S1}.html").read_text("utf-8")
+    assert "PRINTED-BY-THE-STUDENT" not in page and "bits" in page, "the hint is shown, the student's print is not"
+    page = (course / "feedback" / "terminal-injection" / ASSIGNMENT / f"{S1}.html").read_text("utf-8")
+    assert "<script>alert" not in page and "javascript:alert" not in page.replace("javascript:alert(1))&lt;", "")
+    assert page.count("<h1") == 1
+
+
+def test_the_mistakes_table_counts_exactly_who_made_each_mistake(graded):
+    rows = list(csv.DictReader((graded["course"] / "mistakes.csv").open(encoding="utf-8")))
+    by_key = {(r["test"], r["group"], r["hint_key"]): r for r in rows}
+    bits = by_key[(f"{TB}_check", "real tensors", "bits_for_bytes")]
+    assert {"planted-mistake", "duplicated-answer", "deleted-test-cells", "edited-test-cell", "prints-points"} <= set(bits["who"].split(";"))
+    for test in (f"{TB}_check", f"{FF}_check", f"{WM}_check"):
+        assert "blank" in next(r["who"] for r in rows if r["test"] == test and r["hint_key"] == "not-implemented").split(";")
+
+
+def test_grading_one_student_again_keeps_the_class(graded):
+    course, cases = graded["course"], graded["cases"]
+    again, _ = cli.grade_class(course, grading_runtime(), ["planted-mistake"], jobs=1)
+    assert again[0].total == 5
+    rows = {r["student"] for r in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
+    assert len(rows) == len(cases)
+
+
+def test_a_missing_sandbox_is_refused_with_a_clear_message(monkeypatch):
     monkeypatch.setattr(sandbox, "BWRAP", "bwrap-not-installed")
     with pytest.raises(SystemExit, match="bubblewrap .* not installed.*--unsafe-no-sandbox"):
-        cli.grade_class(tmp_path, cli.Settings())
+        cli.main(["--course", "/nonexistent"])
 
 
 def test_bad_course_folder_is_explained(tmp_path):
     with pytest.raises(SystemExit, match="not the course folder"):
-        cli.grade_class(tmp_path, cli.Settings())
+        cli.grade_class(tmp_path, grading_runtime())
     (tmp_path / "nbgrader_config.py").write_text("")
     with pytest.raises(SystemExit, match="no submissions"):
-        cli.grade_class(tmp_path, cli.Settings())
-
-
-def test_the_mistakes_table_counts_exactly_who_made_each_mistake(graded):
-    """mistakes.csv: the bits-for-bytes hint is drawn by exactly the students whose tensor_bytes counts bits
-    (and whose answer ran); an unfilled notebook is 'not-implemented' on every exercise."""
-    rows = list(csv.DictReader((graded["course"] / "mistakes.csv").open(encoding="utf-8")))
-    by_key = {(r["test"], r["hint_key"]): r for r in rows}
-    bits = by_key[(f"{TB}_check", "bits_for_bytes")]
-    assert bits["who"].split(";") == sorted(["planted-mistake", "duplicated-answer", "deleted-test-cells",
-                                             "edited-test-cell", "prints-points", "fake-report"])
-    assert int(bits["students"]) == 6
-    for test in (f"{TB}_check", f"{FF}_check", f"{WM}_check"):
-        assert by_key[(test, "not-implemented")]["who"] == "blank"
-    page = (graded["course"] / "class_report" / "index.html").read_text(encoding="utf-8")
-    assert "gradebook-sql" in page and "import of sqlite3" in page, "withheld answers are listed for review"
-    assert (graded["course"] / "class_report" / "scores.png").stat().st_size > 1000
+        cli.grade_class(tmp_path, grading_runtime())
 
 
 @pytest.mark.parametrize("args, message", [
@@ -360,7 +399,6 @@ def test_the_mistakes_table_counts_exactly_who_made_each_mistake(graded):
     (["--notebook-timeout", "-1"], "must be positive"),
     (["--memory-limit", "4XB"], "not a memory size"),
     (["--memory-limit", "100MB"], "below 1GiB"),
-    (["--allow", "bob"], "STUDENT/GRADE_ID"),
 ])
 def test_bad_options_are_refused_with_a_message(args, message, capsys):
     with pytest.raises(SystemExit) as err:

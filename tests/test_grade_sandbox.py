@@ -1,10 +1,9 @@
-"""tools/grade/sandbox.py + runner.py: what a student's code can reach from inside its sandbox.
+"""lecture2_grader.sandbox: what a student's code can reach from inside its sandbox, and what bounds it.
 
 Needs bubblewrap (Debian: `apt-get install bubblewrap`; .ci/run installs it and sets LECTURE2_SANDBOX_REQUIRED,
 which turns a missing bwrap into a failure instead of a skip)."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -13,115 +12,149 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from tools.grade import cli, sandbox
-from tools.grade.score import read_untrusted, verify
+from judging import runtime
+from lecture2 import answers
+from lecture2_grader import sandbox
+from lecture2_grader.link import KernelLink, KernelSpec
+
+pytestmark = pytest.mark.slow
 
 if shutil.which("bwrap") is None and not os.environ.get("LECTURE2_SANDBOX_REQUIRED"):
     pytest.skip("bubblewrap is not installed", allow_module_level=True)
 
 
-def run_cells(tmp_path: Path, *sources: str, timeout: float = 60, memory: int | None = None):
-    """Run code cells in a sandbox; returns (outcome, verified events, what each cell printed)."""
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    plan = {"notebook": "t.ipynb", "cells": [{"index": i, "kind": "code", "grade_id": None, "source": s}
-                                             for i, s in enumerate(sources)]}
-    (scratch / "plan.json").write_text(json.dumps(plan))
-    key = os.urandom(32)
-    outcome = sandbox.run(scratch, cli.RUNNER, ["plan.json", "--cell-timeout", "30"], key, tmp_path / "events",
-                          package=cli.package_dir(), timeout=timeout, memory=memory, threads=1, nproc=4096,
-                          log=tmp_path / "log")
-    events, _ = verify(read_untrusted(tmp_path / "events", 1 << 20) or b"", key)
-    outputs = json.loads(read_untrusted(scratch / "outputs.json", 1 << 24) or b"[]")
-    return outcome, events, [o["stdout"] for o in outputs]
+def sandboxed(source: str, memory: int = 3 * 2**30, timeout: float = 60) -> KernelLink:
+    """A sandboxed student's process that has run `source`; its function `probe()` reports what it saw."""
+    rt = runtime(sandboxed=True, threads=1)
+    spec = rt.kernel_spec()
+    link = KernelLink(KernelSpec(binds=spec["binds"], limits=sandbox.Limits(memory=memory, threads=1), sandboxed=True,
+                                 mpl_cache=spec["mpl_cache"], cell_timeout=timeout, start_timeout=120, max_starts=1))
+    link.deadline = time.monotonic() + 180
+    status = link.run_cells([{"index": 0, "at": 0.0, "kind": "answer", "grade_id": None, "source": source}], timeout)
+    assert status[0]["status"] == "ok", status
+    return link
 
 
-def test_the_sandbox_sees_only_its_scratch_folder_and_the_environment(tmp_path):
-    outcome, events, printed = run_cells(tmp_path, f'''
-import os, socket
-print("uid", os.getuid())
-print("course", os.path.exists({str(ROOT / "solutions")!r}), os.path.exists({str(ROOT / "tools" / "grade" / "cli.py")!r}))
-print("plan", os.path.exists("plan.json"))
-for path in ("/grading/mine.txt", "/tmp/mine.txt", {str(ROOT / "lecture2" / "x.py")!r}, "/usr/x"):
+WALLS = f'''
+import os, socket, subprocess
+def probe():
+    seen = {{"uid": os.getuid(), "cwd": os.getcwd(),
+            "solutions": os.path.exists({str(ROOT / "solutions")!r}), "grader": os.path.exists({str(ROOT / "lecture2_grader" / "judge.py")!r}),
+            "home course": sorted(os.listdir({str(ROOT)!r})) if os.path.isdir({str(ROOT)!r}) else None}}
+    for path in ("/tmp/mine.txt", "work.txt", "/dev/mine", "/dev/shm/mine", {str(ROOT / "lecture2" / "x.py")!r}, "/usr/x",
+                 {str(ROOT / "gradebook.db")!r}, "/mine", {str(ROOT / "mine")!r}):
+        try:
+            with open(path, "w") as f:
+                f.write("x")
+            seen[path] = "wrote"
+        except OSError as err:
+            seen[path] = type(err).__name__
     try:
-        open(path, "w").write("x")
-        print("wrote", path)
+        socket.create_connection(("1.1.1.1", 80), timeout=2)
+        seen["network"] = "open"
+    except OSError:
+        seen["network"] = "closed"
+    seen["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    return seen
+'''
+
+
+def test_the_sandbox_sees_the_environment_read_only_and_writes_only_memory_filesystems():
+    link = sandboxed(WALLS)
+    try:
+        seen = answers.Remote("probe", link)()
+    finally:
+        link.close()
+    assert seen["uid"] == 65534 and seen["cwd"] == sandbox.WORK
+    assert not seen["solutions"] and not seen["grader"], "the course's solutions and the judge are invisible"
+    assert seen["home course"] is not None and "solutions" not in seen["home course"]
+    assert seen["/tmp/mine.txt"] == "wrote" and seen["work.txt"] == "wrote" and seen["/dev/shm/mine"] == "wrote"
+    for path in ("/dev/mine", str(ROOT / "lecture2" / "x.py"), "/usr/x", str(ROOT / "gradebook.db"), "/mine",
+                 str(ROOT / "mine")):
+        assert seen[path] != "wrote", path
+    assert seen["network"] == "closed"
+    assert max(seen["pids"]) < 100, f"the sandbox sees only its own PID namespace: {seen['pids']}"
+
+
+FILL = '''
+import os
+def fill(path, mib):
+    written = 0
+    try:
+        with open(path, "wb") as f:
+            for _ in range(mib):
+                f.write(b"\\0" * 2**20)
+                written += 1
     except OSError as err:
-        print("refused", path, type(err).__name__)
-try:
-    socket.create_connection(("1.1.1.1", 80), timeout=2)
-    print("network open")
-except OSError:
-    print("network closed")
-print("processes", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
-''')
-    assert outcome.returncode == 0 and any(e["type"] == "done" for e in events), printed
-    out = printed[0]
-    assert "uid 65534" in out
-    assert "course False False" in out, "the course's solutions and the grader are invisible"
-    assert "plan False" in out, "the plan (hidden tests) is deleted before any cell runs"
-    assert "wrote /grading/mine.txt" in out and "wrote /tmp/mine.txt" in out
-    assert f"refused {ROOT / 'lecture2' / 'x.py'}" in out and "refused /usr/x" in out
-    assert "network closed" in out
-    pids = json.loads(out.split("processes ", 1)[1].splitlines()[0])
-    assert max(pids) < 100, f"the sandbox sees only its own PID namespace: {pids}"
+        return written, type(err).__name__
+    return written, None
+'''
 
 
-def test_the_time_limit_kills_every_process_of_the_run(tmp_path):
-    """A cell that ignores the cell timeout and leaves a detached child: all dead when run() returns."""
-    marker = f"{time.time():.6f}"
-    outcome, events, _ = run_cells(tmp_path, f'''
-import subprocess, time
-subprocess.Popen(["setsid", "sh", "-c", "sleep 600; echo {marker}"])
-while True:
+def test_memory_filesystems_are_bounded():
+    """/dev/shm and /tmp are memory: each has a fixed size, so writing there cannot take the host's RAM."""
+    link = sandboxed(FILL)
+    limits = sandbox.Limits()
     try:
-        time.sleep(0.2)
-    except BaseException:
-        pass
-''', timeout=12)
-    assert outcome.timed_out
+        shm = answers.Remote("fill", link)("/dev/shm/big", 4 * limits.shm // 2**20)
+        tmp = answers.Remote("fill", link)("/tmp/big", 4 * limits.tmp // 2**20)
+    finally:
+        link.close()
+    assert shm[1] is not None and shm[0] <= limits.shm // 2**20
+    assert tmp[1] is not None and tmp[0] <= limits.tmp // 2**20
+
+
+def test_memory_is_bounded_for_the_process_and_its_children():
+    """A hog gets a MemoryError (its own address space); with cgroups, children that each stay under it but
+    together exceed the limit are killed too, and the link reports it as out of memory."""
+    link = sandboxed('''
+import subprocess, sys
+def hog():
+    try:
+        blob = bytearray(6 * 2**30)
+        return "allocated"
+    except MemoryError:
+        return "MemoryError"
+def children(n, mib):
+    code = f"b = bytearray({mib} * 2**20); b[::4096] = b'x' * len(b[::4096]); import time; time.sleep(30)"
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
+    return [p.wait() for p in procs]
+''', memory=2 * 2**30)
+    try:
+        assert answers.Remote("hog", link)() == "MemoryError"
+        if sandbox.make_cgroup(sandbox.Limits()) is None:
+            pytest.skip("no cgroups on this machine: each process is bounded, not their sum")
+        link.deadline = time.monotonic() + 60
+        try:
+            codes = answers.Remote("children", link)(4, 700)
+        except answers.AnswerUnavailable:
+            codes = None  # the whole process tree was killed
+        assert codes is None or any(c != 0 for c in codes), "4 × 700 MiB ran within a 2 GiB limit"
+    finally:
+        link.close()
+
+
+def test_the_link_kills_every_process_of_the_run():
+    """A detached child that ignores everything: dead once the link is closed."""
+    marker = f"{time.time():.6f}"
+    link = sandboxed(f'''
+import subprocess
+def start():
+    subprocess.Popen(["setsid", "sh", "-c", "sleep 600; echo {marker}"])
+    return 1
+''')
+    assert answers.Remote("start", link)() == 1
+    link.close()
     survivors = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                survivors.append(pid)
         except OSError:
             continue
-        if marker.encode() in cmdline:
-            survivors.append(pid)
     assert not survivors, "a process of the run outlived it"
-    assert not any(e["type"] == "done" for e in events)
 
 
-def test_memory_is_limited(tmp_path):
-    outcome, events, printed = run_cells(tmp_path, "hog = bytearray(8 * 2**30)", "print('after')",
-                                         memory=3 * 2**30)
-    ends = [e for e in events if e["type"] == "end"]
-    assert ends[0]["ename"] == "MemoryError" and ends[1]["status"] == "ok"
-
-
-def test_an_answer_runs_under_the_checks_thread_local_torch_state(tmp_path):
-    """An answer function called under the check's torch.no_grad() or FLOP counter sees them (the runner
-    calls it in the caller's thread then); called plainly, it runs in a thread of its own."""
-    plan_cells = [
-        "import torch, threading\nfrom torch.utils.flop_counter import FlopCounterMode",
-        "def answer(x):\n    return (torch.is_grad_enabled(), threading.current_thread().name, (x @ x).sum().item())",
-    ]
-    check = '''x = torch.ones(4, 4)
-plain = answer(x)
-with torch.no_grad():
-    under_no_grad = answer(x)
-with FlopCounterMode(display=False) as counter:
-    answer(x)
-print("RESULT", plain[:2], under_no_grad[:2], counter.get_total_flops())'''
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    plan = {"notebook": "t.ipynb", "cells": [
-        {"index": 0, "kind": "code", "grade_id": None, "source": plan_cells[0]},
-        {"index": 1, "kind": "answer", "grade_id": "a", "source": plan_cells[1]},
-        {"index": 2, "kind": "code", "grade_id": None, "source": check}]}
-    (scratch / "plan.json").write_text(json.dumps(plan))
-    key = os.urandom(32)
-    sandbox.run(scratch, cli.RUNNER, ["plan.json"], key, tmp_path / "events", package=cli.package_dir(),
-                timeout=60, memory=None, threads=1, nproc=4096)
-    printed = json.loads(read_untrusted(scratch / "outputs.json", 1 << 20))[2]["stdout"]
-    assert "RESULT (True, 'answer') (False, 'MainThread') 128" in printed, printed
+def test_confinement_says_how_memory_is_bounded_here():
+    line = sandbox.confinement(sandbox.Limits(memory=3 * 2**30))
+    assert ("cgroup" in line and "3 GiB" in line) or "RLIMIT_AS" in line

@@ -1,0 +1,139 @@
+"""lecture2_grader.link and .kernel: the judge's wire to a student's process, whatever that process does."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from judging import runtime
+from lecture2 import answers
+from lecture2_grader.link import KernelLink, KernelSpec
+
+pytestmark = pytest.mark.slow
+
+CELL = '''
+import os, struct, time, torch
+class MyError(ValueError):
+    pass
+def add(a, b):
+    return a + b
+def grow(xs):
+    xs.append(99)
+    return xs
+def fails():
+    raise MyError("no")
+def stub():
+    raise NotImplementedError("练习还没有完成")
+def sleeps(seconds):
+    time.sleep(seconds)
+def spins():
+    while True:
+        try:
+            time.sleep(0.2)
+        except BaseException:
+            pass
+def exits():
+    os._exit(3)
+def noisy():
+    print("to stdout"); os.write(1, b"raw fd 1\\n"); os.write(2, b"raw fd 2\\n")
+    return 1
+def forges(fd, seq):
+    body = ('{"seq": %d, "ok": 12345}' % seq).encode()
+    os.write(fd, struct.pack(">I", len(body)) + body)
+    return 0
+def garbage(fd):
+    os.write(fd, b"\\xff" * 64)
+    return 0
+def a_class_instance():
+    return torch.nn.Linear(2, 2)
+def tensor():
+    return torch.arange(6.0).reshape(2, 3)
+'''
+
+
+@pytest.fixture
+def link():
+    rt = runtime(sandboxed=False, threads=1)
+    spec = rt.kernel_spec()
+    link = KernelLink(KernelSpec(binds=spec["binds"], limits=rt.limits, sandboxed=False, mpl_cache=spec["mpl_cache"],
+                                 cell_timeout=30, start_timeout=120, max_starts=3))
+    link.deadline = time.monotonic() + 120
+    statuses = link.run_cells([{"index": 0, "at": 0.0, "kind": "answer", "grade_id": None, "source": CELL}], 60)
+    assert statuses[0]["status"] == "ok", statuses
+    yield link
+    link.close()
+
+
+def remote(link, name):
+    return answers.Remote(name, link)
+
+
+def test_calls_cross_as_data_and_inputs_are_copies(link):
+    assert remote(link, "add")(2, 3) == 5
+    mine = [1, 2]
+    assert remote(link, "grow")(mine) == [1, 2, 99] and mine == [1, 2]
+    t = remote(link, "tensor")()
+    assert t.shape == (2, 3) and t.sum().item() == 15
+    assert type(remote(link, "a_class_instance")()).__name__ == "Unsupported"
+    assert answers.observe(answers.kind_of, remote(link, "add")) == {"callable": True, "class": False, "function": True,
+                                                                      "type": "function"}
+
+
+def test_exceptions_come_back_as_builtin_classes_under_the_answers_names(link):
+    with pytest.raises(ValueError) as err:
+        remote(link, "fails")()
+    assert type(err.value).__name__ == "MyError" and str(err.value) == "no"
+    with pytest.raises(NotImplementedError):
+        remote(link, "stub")()
+    with pytest.raises(NameError, match="does not define"):
+        remote(link, "not_there")()
+    with pytest.raises(AttributeError, match="only through lecture2.answers"):
+        remote(link, "add").__globals__  # noqa: B018  a Remote has nothing else to reach
+
+
+def test_what_the_answer_prints_never_reaches_the_wire(link):
+    assert remote(link, "noisy")() == 1
+    assert remote(link, "add")(1, 1) == 2
+
+
+def test_a_slow_answer_times_out_and_one_that_ignores_its_alarm_is_replaced(link):
+    link.deadline = time.monotonic() + 2
+    with pytest.raises(answers.AnswerTimeout):
+        remote(link, "sleeps")(30)  # the process's own alarm: it says so and lives on
+    link.deadline = time.monotonic() + 120
+    assert remote(link, "add")(1, 2) == 3 and link.events.starts == 1
+    link.deadline = time.monotonic() + 2
+    with pytest.raises(answers.AnswerTimeout):
+        remote(link, "spins")()  # swallows its alarm: the judge gives up on it
+    link.deadline = time.monotonic() + 120
+    assert remote(link, "add")(1, 2) == 3  # the cells ran again in a new process
+    assert link.events.starts == 2 and "did not return" in link.events.deaths[0]
+
+
+def test_a_process_that_dies_costs_its_call_only(link):
+    with pytest.raises(answers.AnswerUnavailable, match="exit status 3"):
+        remote(link, "exits")()
+    assert remote(link, "add")(4, 4) == 8
+
+
+def test_forged_and_garbled_replies_are_refused(link):
+    """A reply for a request not yet made (or bytes that are no message) ends that process: nothing it wrote
+    becomes a value."""
+    fd = int(link._run.proc.args[link._run.proc.args.index("--reply-fd") + 1])
+    with pytest.raises(answers.AnswerUnavailable, match="out of turn"):
+        remote(link, "forges")(fd, 999)
+    assert remote(link, "add")(1, 1) == 2
+    fd = int(link._run.proc.args[link._run.proc.args.index("--reply-fd") + 1])
+    with pytest.raises(answers.AnswerUnavailable):
+        remote(link, "garbage")(fd)
+    assert remote(link, "add")(2, 2) == 4
+
+
+def test_after_too_many_deaths_the_checks_left_are_not_run(link):
+    for _ in range(2):
+        with pytest.raises(answers.AnswerUnavailable):
+            remote(link, "exits")()
+    with pytest.raises(answers.AnswerUnavailable):
+        remote(link, "exits")()
+    with pytest.raises(answers.AnswerUnavailable, match="stopped"):
+        remote(link, "add")(1, 1)

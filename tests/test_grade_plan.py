@@ -1,0 +1,50 @@
+"""lecture2_grader.plan: which cells the student's process runs, and which the judge runs."""
+from __future__ import annotations
+
+from conftest import RELEASE, SOLUTIONS
+from judging import reference_answers
+from lecture2_grader import course, plan
+from lecture2_grader.submission import Answers, StudentCell
+
+NAME = "03_modules.ipynb"
+NB = course.load(SOLUTIONS / NAME, RELEASE / NAME)
+
+
+def kinds(p: plan.KernelPlan) -> list[str]:
+    return [c["kind"] for c in p.cells]
+
+
+def test_the_students_process_runs_the_answers_and_only_the_cells_they_need():
+    p = plan.kernel_plan(NB, Answers(sources=reference_answers(NAME)))
+    ran = {c["index"] for c in p.cells}
+    assert {c.index for c in NB.cells if c.kind == "answer"} <= ran
+    assert not ran & {c.index for c in NB.tests}, "no test cell reaches the student's process"
+    setup = [c for c in NB.cells if c.kind == "code" and c.index in ran]
+    assert setup and all("import" in c.source for c in setup[:1]), "the imports the answers read run"
+    assert len(setup) < len([c for c in NB.cells if c.kind == "code"]), "demos nothing needs are left out"
+    assert [c["at"] for c in p.cells] == sorted(c["at"] for c in p.cells)
+
+
+def test_dynamic_reads_run_every_instructor_cell():
+    answers = reference_answers(NAME)
+    answers["ex03_block_params"] = "def block_params(*a):\n    return globals()['x']\n"
+    p = plan.kernel_plan(NB, Answers(sources=answers))
+    assert p.everything and {c.index for c in NB.cells if c.kind == "code"} <= {c["index"] for c in p.cells}
+
+
+def test_own_cells_run_when_they_only_define_things():
+    own = [StudentCell(5, 0, "import math\nGiB = 2**30\ndef helper(x):\n    return x\ntry:\n    import numpy\nexcept ImportError:\n    numpy = None"),
+           StudentCell(5, 1, "print(helper(1))"), StudentCell(9, 2, "%timeit helper(1)"), StudentCell(9, 3, "for i in range(3):\n    pass")]
+    p = plan.kernel_plan(NB, Answers(sources=reference_answers(NAME), own_cells=own))
+    run = [c["source"] for c in p.cells if c["kind"] == "own"]
+    assert run == [own[0].source]
+    assert [c.position for c in p.skipped_own] == [1, 2, 3]
+    at = next(c["at"] for c in p.cells if c["kind"] == "own")
+    assert 5 < at < 6, "a helper runs right after the cell it followed in the student's notebook"
+
+
+def test_reads_follow_names_through_functions_and_magics():
+    assert plan.reads("def f(x):\n    return math.prod(x) * torch.float32.itemsize") >= {"math", "torch"}
+    assert plan.reads("%config InlineBackend.figure_format = 'png'") is None  # magics: every cell runs
+    assert plan.reads("def f(:") is None
+    assert plan.reads(" x = y") == {"y"}  # an indented cell: IPython dedents it, and so does the analysis
