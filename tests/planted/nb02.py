@@ -43,6 +43,26 @@ def quadratic_grad(x):
     (t ** 2 + 3 * t + 1).backward()
     return t.grad.item()
 ''' + _MSE_OK, HINTS["grad_by_autograd"], visible=True),
+    Planted("ex02_hand_grads", "dy/dx by autograd, graph mode switched back on", '''
+def quadratic_grad(x):
+    with torch.enable_grad():
+        t = torch.tensor(float(x), requires_grad=True)
+        (dy,) = torch.autograd.grad(t ** 2 + 3 * t + 1, t)
+    return dy.item()
+''' + _MSE_OK, HINTS["grad_by_autograd"], visible=True),
+    Planted("ex02_hand_grads", "mse_grads by autograd, not by hand", _QUAD_OK + '''
+def mse_grads(X, y, w, b):
+    w, b = w.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    ((X @ w + b - y) ** 2).mean().backward()
+    return w.grad, b.grad
+''', HINTS["grad_by_autograd"], visible=True),
+    Planted("ex02_hand_grads", "mse_grads by autograd under torch.enable_grad()", _QUAD_OK + '''
+def mse_grads(X, y, w, b):
+    with torch.enable_grad():
+        w, b = w.clone().requires_grad_(True), b.clone().requires_grad_(True)
+        ((X @ w + b - y) ** 2).mean().backward()
+    return w.grad, b.grad
+''', HINTS["grad_by_autograd"], visible=True),
     Planted("ex02_hand_grads", "the 2 of the square forgotten", _QUAD_OK + '''
 def mse_grads(X, y, w, b):
     r = X @ w + b - y
@@ -88,6 +108,10 @@ def backward_nodes(t):
 def mlp_saved_bytes(B, sizes):
     params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
     return 4 * (B * sum(sizes[:-1]) + params)
+''', HINTS["saved_params"], visible=True),
+    Planted("ex02_saved_bytes", "the parameters counted instead of the activations", '''
+def mlp_saved_bytes(B, sizes):
+    return 4 * sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
 ''', HINTS["saved_params"], visible=True),
     Planted("ex02_saved_bytes", "the input forgotten", '''
 def mlp_saved_bytes(B, sizes):

@@ -1,3 +1,4 @@
+import lecture2.exercises.modules  # noqa: F401  (registers its own hints, modules.*)
 from lecture2.checks import HINTS
 
 from . import Planted
@@ -64,6 +65,13 @@ def block_params(d_model, d_ff=None, bias=False, norm="rms"):
         block = TransformerBlock(d_model, 1, d_ff, bias, norm)
     return sum(p.numel() for p in block.parameters())
 ''', HINTS["count_by_formula"], visible=True),
+    Planted("ex03_block_params", "a float instead of an int", '''
+def block_params(d_model, d_ff=None, bias=False, norm="rms"):
+    h = 4.0 * d_model if d_ff is None else float(d_ff)
+    b = 1 if bias else 0
+    norm_each = d_model * (2 if norm == "layer" and bias else 1)
+    return 4 * d_model * d_model + 4 * d_model * b + 2 * d_model * h + (h + d_model) * b + 2 * norm_each
+''', "应返回 int，得到 float", visible=True),
     Planted("ex03_gpt_params", "the tied embedding counted twice", '''
 def gpt_params(config):
     c = config
@@ -140,4 +148,34 @@ class RMSNorm(nn.Module):
         xf = x.float()
         return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight.float()
 ''', HINTS["rms_output_dtype"], visible=True),
+    Planted("ex03_rmsnorm", "keepdim forgotten: the mean does not broadcast", _RMS_HEAD + '''
+        return x * torch.rsqrt(x.pow(2).mean(-1) + self.eps) * self.weight
+''', HINTS["modules.rms_keepdim"], visible=True),
+    Planted("ex03_rmsnorm", "the weight initialised at random", '''
+class RMSNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.randn(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+''', HINTS["modules.rms_init_ones"], visible=True),
+    Planted("ex03_rmsnorm", "a subclass of torch.nn.RMSNorm", '''
+class RMSNorm(nn.RMSNorm):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__(d_model, eps=eps)
+''', HINTS["rms_from_scratch"], visible=True),
+    Planted("ex03_rmsnorm", "x.data: no gradient for the input", _RMS_HEAD + '''
+        x = x.data
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+''', HINTS["rms_detached"], visible=True),
+    Planted("ex03_rmsnorm", "forward under torch.no_grad()", _RMS_HEAD + '''
+        with torch.no_grad():
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+''', HINTS["rms_detached"], visible=True),
+    Planted("ex03_rmsnorm", "torch's layer_norm called", _RMS_HEAD + '''
+        ms = torch.nn.functional.layer_norm(x, (x.shape[-1],), eps=self.eps)  # then thrown away
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+''', HINTS["rms_from_scratch"], visible=True),
 ]
