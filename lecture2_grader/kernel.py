@@ -77,6 +77,7 @@ class Kernel:
         self.shell = InteractiveShell.instance(colors="NoColor", history_length=0)
         self.shell.history_manager.enabled = False
         self.sessions: dict[int, object] = {}
+        self.next_session = 1
         signal.signal(signal.SIGALRM, _on_alarm)
 
     # -- cells
@@ -139,7 +140,7 @@ class Kernel:
             return {"ok": wire.encode(self._timed(instrument, (target, *args), kwargs, msg))}
         if op == "session_open":
             obj = self._timed(instrument, (target, *args), kwargs, msg)
-            handle = len(self.sessions) + 1
+            handle, self.next_session = self.next_session, self.next_session + 1
             self.sessions[handle] = obj
             return {"ok": handle}
         raise ValueError(f"unknown request {op!r}")

@@ -2,9 +2,9 @@
 
 Three students hand in the whole lecture: `correct` (the reference solutions typed into the release),
 `blank` (the release untouched) and `planted-mistake` (correct, except one usual mistake per notebook).
-They are graded by `make grade`'s grader (tools/grade/: each notebook spliced, scanned and run in its own
-sandbox), so this also proves that the static scan and the sandbox find nothing wrong in honest work on any
-notebook. Each must get exactly the points they earned.
+They are graded by `make grade`'s grader (lecture2_grader: each notebook's answers in a sandboxed student's
+process, its test cells in the judge), so this also proves that the scan flags nothing in honest work and that
+every notebook's checks run on the grader's own path. Each must get exactly the points they earned.
 """
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ from nbgrader.api import Gradebook
 
 from conftest import ASSIGNMENT, SOLUTIONS, hidden_lines, notebook_names
 import submissions as sub
+from judging import runtime
+from lecture2_grader import cli
+from lecture2_grader.report import report_line
 from planted import all_planted
-from tools.grade import cli
 
 pytestmark = pytest.mark.slow
 
@@ -60,8 +62,10 @@ def graded(course):
         stem = name.removesuffix(".ipynb")
         expected["correct"][stem], expected["blank"][stem], expected["planted-mistake"][stem] = total, 0, total - lost
         expected["_planted"][stem] = (_test_cell_after(name, first.grade_id), lost)
-    students = cli.grade_class(course, cli.Settings(jobs=2, cell_timeout=300, notebook_timeout=900))
-    expected["_report"] = {s.name: cli.report_line(s, 0) for s in students}
+    rt = runtime(sandboxed=True, threads=1)
+    rt.cell_timeout, rt.notebook_timeout = 300, 900
+    students, _ = cli.grade_class(course, rt, jobs=2)
+    expected["_report"] = {s.name: report_line(s, 0) for s in students}
     yield expected
     shutil.rmtree(course / "submitted", ignore_errors=True)
 
@@ -83,7 +87,7 @@ def test_each_student_gets_exactly_their_points(course, graded):
 
 
 def test_honest_work_draws_no_report(graded):
-    """Does the grader report no problem (no withheld answer, no timeout, no dead kernel) for any of the three?"""
+    """Does the grader report no problem (no flagged answer, no timeout, no dead process) for any of the three?"""
     for student, line in graded["_report"].items():
         assert line.endswith("— ok"), line
 

@@ -1,8 +1,11 @@
 """Notebook 05's check cases: matmul_flops, block_flops, flops_per_token.
 
-Every expected value here is counted live by PyTorch's FLOP counter (lecture2.measure) on real tensors (or
-meta tensors, for shapes no machine can allocate), on the sub-modules of a real TransformerBlock, or on a real
-training step of a GPT; reference numbers a test cell passes in come with their sources there.
+Every answer is reached through lecture2.answers.call (plain data both ways: shapes as tuples, a GPTConfig as
+the transportable record it is); every answer here is a formula, so its return value is all a check needs.
+Every expected value is counted here, in the check's own process, by PyTorch's FLOP counter (lecture2.measure)
+on real tensors (or meta tensors, for shapes no machine can allocate), on the sub-modules of a real
+TransformerBlock, or on a real training step of a GPT; reference numbers a test cell passes in come with their
+sources there.
 """
 from __future__ import annotations
 
@@ -10,15 +13,7 @@ import math
 
 import torch
 
-from lecture2 import checks, measure, models
-
-
-def _fail(message: str, hint_key: str) -> None:
-    """Fail with `message` and the hint of usual mistake `hint_key`, kept on the failure too (for the grader's
-    feedback and the class's table of mistakes), not only in the message."""
-    __tracebackhide__ = True
-    hint = checks.HINTS[hint_key]
-    raise checks.CheckFailed(f"{message}\n提示 (hint): {hint}", hint=hint)
+from lecture2 import answers, checks, measure, models
 
 # ---- matmul_flops
 
@@ -26,11 +21,12 @@ def _fail(message: str, hint_key: str) -> None:
 def _matmul_flops_of(fn, a_shape: tuple[int, ...], b_shape: tuple[int, ...]):
     __tracebackhide__ = True
     try:
-        return fn(a_shape, b_shape)
+        return answers.call(fn, a_shape, b_shape)
     except NotImplementedError:  # the unfilled stub (a RuntimeError too): reported as such
         raise
     except (RuntimeError, MemoryError) as err:  # the answer built tensors of these shapes
-        _fail(f"matmul_flops({a_shape}, {b_shape}) 出错 (raised) {type(err).__name__}: {str(err)[:100]}", "matmul_allocated")
+        checks.fail(f"matmul_flops({a_shape}, {b_shape}) 出错 (raised) {type(err).__name__}: {str(err)[:100]}",
+                    "matmul_allocated")
 
 
 def matmul_case(fn, a_shape: tuple[int, ...], b_shape: tuple[int, ...], device: str = "cpu",
@@ -62,16 +58,16 @@ def matmul_rejects(fn, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> No
     __tracebackhide__ = True
     raised = None
     try:
-        fn(a_shape, b_shape)
+        answers.call(fn, a_shape, b_shape)
     except ValueError:
         raised = "ValueError"
-    except NotImplementedError:
+    except (NotImplementedError, answers.AnswerUnavailable):  # the stub; a process that timed out or died
         raise
     except Exception as err:  # another exception, e.g. torch's own RuntimeError from a real matmul
         raised = type(err).__name__
     if raised != "ValueError":
-        _fail(f"matmul_flops({a_shape}, {b_shape}) {'raise 了 ' + raised if raised else '没有 raise'}，"
-              f"应该 raise ValueError (内维 {a_shape[-1]} ≠ {b_shape[-2]})。", "matmul_inner")
+        checks.fail(f"matmul_flops({a_shape}, {b_shape}) {'raise 了 ' + raised if raised else '没有 raise'}，"
+                    f"应该 raise ValueError (内维 {a_shape[-1]} ≠ {b_shape[-2]})。", "matmul_inner")
 
 
 # ---- block_flops
@@ -106,9 +102,9 @@ def block_case(fn, B: int, T: int, d: int, H: int, keys: tuple[str, ...] = BLOCK
     __tracebackhide__ = True
     parts, total = block_counts(B, T, d, H, device)
     what = f"block_flops({B}, {T}, {d})"
-    got = fn(B, T, d)
+    got = answers.call(fn, B, T, d)
     checks.expect_type(got, dict, what=what)
-    checks.expect(set(got) == set(BLOCK_KEYS), f"{what} 的键 (keys) 应是 {sorted(BLOCK_KEYS)}，得到 {sorted(got)}")
+    checks.expect(set(got) == set(BLOCK_KEYS), f"{what} 的键 (keys) 应是 {sorted(BLOCK_KEYS)}，得到 {sorted(map(str, got))}")
     literal = checks.mistake("attn_bt_literal", 2 * (B * T) ** 2 * d)
     swapped = checks.mistake("scores_t_squared", 2 * B * T * d * d)
     usual = {"qkv": [checks.mistake("qkv_one_projection", 2 * B * T * d * d)],
@@ -129,7 +125,14 @@ def block_case(fn, B: int, T: int, d: int, H: int, keys: tuple[str, ...] = BLOCK
 def block_total_case(fn, B: int, T: int, d: int, want: int, source: str) -> None:
     """sum(fn(B, T, d).values()) against a reference total `want` (from `source`)."""
     __tracebackhide__ = True
-    checks.expect_equal(sum(fn(B, T, d).values()), want, what=f"sum of block_flops({B}, {T}, {d}): {source}")
+    what = f"block_flops({B}, {T}, {d})"
+    got = answers.call(fn, B, T, d)
+    checks.expect_type(got, dict, what=what)
+    checks.expect(set(got) == set(BLOCK_KEYS), f"{what} 的键 (keys) 应是 {sorted(BLOCK_KEYS)}，得到 {sorted(map(str, got))}")
+    for key in BLOCK_KEYS:
+        checks.expect_type(got[key], int, what=f"{what}[{key!r}]")
+    checks.expect_equal(sum(got.values()), want, what=f"sum of {what}: {source}",
+                        mistakes=[checks.mistake("multiply_add", want // 2)])
 
 
 # ---- flops_per_token
@@ -162,7 +165,7 @@ def flops_per_token_case(fn, config: models.GPTConfig, T: int, attention: bool |
         target = with_attention if flag else without
         what = (f"flops_per_token(GPTConfig(n_layer={L}, d_model={d}, vocab_size={V}, d_ff={config.d_ff}, "
                 f"block_size={config.block_size}), T={T}, attention={flag})")
-        got = fn(config, T, attention=flag)
+        got = answers.call(fn, config, T, attention=flag)
         checks.expect_type(got, int, what=what)
         _expect_per_token(got, target, what, config, T, flag, without, attention_term, d_ff)
 
@@ -185,3 +188,25 @@ def _expect_per_token(got, target: int, what: str, config: models.GPTConfig, T: 
         *([checks.mistake("attention_block_size", without + attention_term * config.block_size // T)] if attention else []),
         checks.mistake("d_ff_per_token", target + 6 * L * 2 * d * (4 * d - d_ff)),
     ])
+
+
+# How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
+ORACLE = {
+    "matmul_flops": answers.Oracle(
+        returns="the int it returns for each pair of shapes; whether it raises ValueError when the inner dimensions "
+                "differ (and which exception it raises)",
+        expected="PyTorch's FLOP counter on a @ b for real tensors of those shapes (meta tensors for shapes no machine "
+                 "can allocate) in the judge; the lecture's QKV row (6BTd²) passed in by the test cell",
+        tampering="nothing but the returned number, which is the answer asked for"),
+    "block_flops": answers.Oracle(
+        returns="the dict {qkv, scores, attn_v, proj, ffn} of ints it returns for each (B, T, d)",
+        expected="PyTorch's FLOP counter in the judge on each matmul of a real TransformerBlock(d, H) on a (B, T, d) "
+                 "input (the five add up to the whole block counted at once); the lecture's 24BTd² + 4BT²d passed in",
+        tampering="nothing but the returned numbers"),
+    "flops_per_token": answers.Oracle(
+        returns="the int it returns for each (GPTConfig, T, attention); the config crosses as a GPTConfig record",
+        expected="PyTorch's FLOP counter in the judge on a real loss.backward() of models.GPT(config) at batch B, "
+                 "divided by B·T (attention's bmm left out for attention=False); GPT-2 small's count and GPT-3's "
+                 "6N + 12LTd (Brown et al. 2020, PaLM's formula) passed in by the test cell",
+        tampering="nothing but the returned number"),
+}

@@ -75,6 +75,30 @@ def accumulated_step(model, optimizer, batches, loss_fn):
         total += loss.item()
     return total
 ''', HINTS["no_optimizer_step"], visible=True),
+    Planted("ex04_accumulated_step", "the gradient right, the returned loss the sum of the micro-batch means", '''
+def accumulated_step(model, optimizer, batches, loss_fn):
+    n = sum(len(xb) for xb, _ in batches)
+    optimizer.zero_grad()
+    total = 0.0
+    for xb, yb in batches:
+        loss = loss_fn(model(xb), yb)
+        (loss * len(xb) / n).backward()
+        total += loss.item()
+    optimizer.step()
+    return total
+''', HINTS["loss_not_divided"], visible=True),
+    Planted("ex04_accumulated_step", "the loss returned as a tensor", '''
+def accumulated_step(model, optimizer, batches, loss_fn):
+    n = sum(len(xb) for xb, _ in batches)
+    optimizer.zero_grad()
+    total = 0.0
+    for xb, yb in batches:
+        loss = loss_fn(model(xb), yb) * len(xb) / n
+        loss.backward()
+        total = total + loss.detach()
+    optimizer.step()
+    return total
+''', "应返回 float，得到 Tensor", visible=True),
     # ---- ex04_underflow_fraction
     Planted("ex04_underflow_fraction", "tiny (smallest normal) as the threshold", '''
 def fp16_underflow_fraction(grad, scale=1.0):
@@ -205,6 +229,50 @@ def train_step(model, optimizer, x, y, precision, scaler=None):
         optimizer.step()
     return loss.item()
 ''', HINTS["zero_grad_missing"], visible=True),
+    Planted("ex04_train_step", "optimizer.step() forgotten outside fp16", '''
+def train_step(model, optimizer, x, y, precision, scaler=None):
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    optimizer.zero_grad()
+    with torch.autocast(device_type=x.device.type, dtype=dtype, enabled=precision != "fp32"):
+        loss = F.cross_entropy(model(x), y)
+    if precision == "fp16":
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        loss.backward()
+    return loss.item()
+''', HINTS["no_optimizer_step"], visible=True),
+    Planted("ex04_train_step", "unscale_ by hand, scaler.update() forgotten", '''
+def train_step(model, optimizer, x, y, precision, scaler=None):
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    optimizer.zero_grad()
+    with torch.autocast(device_type=x.device.type, dtype=dtype, enabled=precision != "fp32"):
+        loss = F.cross_entropy(model(x), y)
+    if precision == "fp16":
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        scaler.step(optimizer)
+    else:
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+''', HINTS["scaler_update"], visible=True),
+    Planted("ex04_train_step", "the loss returned as a tensor", '''
+def train_step(model, optimizer, x, y, precision, scaler=None):
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    optimizer.zero_grad()
+    with torch.autocast(device_type=x.device.type, dtype=dtype, enabled=precision != "fp32"):
+        loss = F.cross_entropy(model(x), y)
+    if precision == "fp16":
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        loss.backward()
+        optimizer.step()
+    return loss.detach()
+''', "应返回 float，得到 Tensor", visible=True),
     Planted("ex04_train_step", "unknown precisions trained as fp32", '''
 def train_step(model, optimizer, x, y, precision, scaler=None):
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)

@@ -83,6 +83,11 @@ def block_flops(B, T, d):
     return {"qkv": 6.0 * B * T * d * d, "scores": 2.0 * B * T * T * d, "attn_v": 2.0 * B * T * T * d,
             "proj": 2.0 * B * T * d * d, "ffn": 16.0 * B * T * d * d}
 ''', "应返回 int，得到 float", visible=True),
+    Planted("ex05_block_flops", "keys of its own", '''
+def block_flops(B, T, d):
+    return {"qkv": 6 * B * T * d * d, "qk": 2 * B * T * T * d, "pv": 2 * B * T * T * d,
+            "proj": 2 * B * T * d * d, "ffn": 16 * B * T * d * d}
+''', "的键 (keys) 应是", visible=True),
     Planted("ex05_flops_per_token", "forward only", '''
 def flops_per_token(config, T, attention=True):
     d, L = config.d_model, config.n_layer
@@ -115,6 +120,20 @@ def flops_per_token(config, T, attention=True):
     d, L = config.d_model, config.n_layer
     ff = config.d_ff or 4 * d
     return 6 * (L * (4 * d * d + 2 * d * ff) + config.vocab_size * d)
+''', HINTS["attention_term"], visible=True),
+    Planted("ex05_flops_per_token", "attention term per sequence (T² instead of T)", '''
+def flops_per_token(config, T, attention=True):
+    d, L = config.d_model, config.n_layer
+    ff = config.d_ff or 4 * d
+    n = L * (4 * d * d + 2 * d * ff) + config.vocab_size * d
+    return 6 * n + (12 * L * T * T * d if attention else 0)
+''', HINTS["attention_term"], visible=True),
+    Planted("ex05_flops_per_token", "the attention flag inverted", '''
+def flops_per_token(config, T, attention=True):
+    d, L = config.d_model, config.n_layer
+    ff = config.d_ff or 4 * d
+    n = L * (4 * d * d + 2 * d * ff) + config.vocab_size * d
+    return 6 * n + (0 if attention else 12 * L * T * d)
 ''', HINTS["attention_term"], visible=True),
     Planted("ex05_flops_per_token", "block_size instead of T", '''
 def flops_per_token(config, T, attention=True):
