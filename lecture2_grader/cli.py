@@ -160,6 +160,14 @@ def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | N
     return sorted(results, key=lambda s: s.name), notes
 
 
+def make_runtime(jobs: int = 1, cell_timeout: float = 120, notebook_timeout: float = 600,
+                 memory: int | None = 6 * 2**30, sandboxed: bool = True) -> pipeline.Runtime:
+    """The settings of a grading run with `jobs` notebooks at once: each gets cores / jobs threads."""
+    return pipeline.Runtime(cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+                            limits=sandbox.Limits(memory=memory), sandboxed=sandboxed,
+                            threads=max(1, (os.cpu_count() or 1) // jobs))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lecture2_grader", description=__doc__.split("\n\n")[0])
     parser.add_argument("--course", type=Path, default=Path("."), help="the course folder (default: .)")
@@ -185,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
             sandbox.check_available()
         except sandbox.SandboxUnavailable as err:
             raise SystemExit(f"error: {err}") from None
-    limits = sandbox.Limits(memory=args.memory_limit)
-    runtime = pipeline.Runtime(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout, limits=limits,
-                               sandboxed=not args.unsafe_no_sandbox, threads=max(1, (os.cpu_count() or 1) // args.jobs))
+    runtime = make_runtime(args.jobs, args.cell_timeout, args.notebook_timeout, args.memory_limit,
+                           sandboxed=not args.unsafe_no_sandbox)
+    limits = runtime.limits
     start = time.perf_counter()
     students, notes = grade_class(args.course, runtime, args.student, args.jobs)
     max_total = sum(gradebook.max_scores(args.course.resolve()).values())

@@ -1,6 +1,6 @@
-"""The instructor's review path in a real browser: an answer the static scan withheld shows in nbgrader's
-formgrader as needing a manual grade; the points given there are kept when the class is graded again and
-show in grades.csv. (Markers browser and slow; needs Chromium and Playwright like tests/test_browser.py.)"""
+"""The instructor's review path in a real browser: a grade given in nbgrader's formgrader (here, points back for
+a planted mistake the instructor forgives) is kept when the class is graded again and shows in grades.csv.
+(Markers browser and slow; needs Chromium and Playwright like tests/test_browser.py.)"""
 from __future__ import annotations
 
 import csv
@@ -16,14 +16,16 @@ from nbgrader.api import Gradebook
 
 import submissions as sub
 from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, SOLUTIONS
+from judging import runtime
+from lecture2_grader import cli, gradebook
+from lecture2_grader.report import report_line
 from test_browser import CHROMIUM_ARGS, _api, _chromium, _free_port, _unavailable
-from tools.grade import cli, gradebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 NAME = "01_tensors_dtypes.ipynb"
 
 
-def test_a_withheld_answer_is_graded_in_the_formgrader_and_the_grade_is_kept(tmp_path):
+def test_a_manual_grade_given_in_the_formgrader_is_kept(tmp_path):
     try:
         from playwright import sync_api
     except ImportError:
@@ -34,13 +36,11 @@ def test_a_withheld_answer_is_graded_in_the_formgrader_and_the_grade_is_kept(tmp
     for kind, folder in (("solutions", SOLUTIONS), ("notebooks", RELEASE)):
         (course / kind / ASSIGNMENT).mkdir(parents=True)
         shutil.copy(folder / NAME, course / kind / ASSIGNMENT)
-    honest_but_flagged = "import os  # not needed, but not a crime either\n" + sub.reference_answers(NAME)["ex01_tensor_bytes"]
-    sub.write(sub.filled(NAME, ex01_tensor_bytes=honest_but_flagged), course / "submitted" / "dana" / ASSIGNMENT / NAME)
-    settings = cli.Settings(jobs=1, cell_timeout=60, notebook_timeout=300)
-    (dana,) = cli.grade_class(course, settings)
-    assert dana.total == 5 and "withheld for review" in cli.report_line(dana, 7)
-    with Gradebook(gradebook.db_url(course)) as gb:
-        assert gb.find_grade("ex01_tensor_bytes_check", NAME.removesuffix(".ipynb"), ASSIGNMENT, "dana").needs_manual_grade
+    bits = "def tensor_bytes(shape, dtype):\n    return math.prod(shape) * dtype.itemsize * 8\n"
+    sub.write(sub.filled(NAME, ex01_tensor_bytes=bits), course / "submitted" / "dana" / ASSIGNMENT / NAME)
+    settings = runtime(sandboxed=True, threads=1)
+    (dana,), _ = cli.grade_class(course, settings)
+    assert dana.total == 5 and report_line(dana, 7).endswith("— ok")
 
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / ".jupyter-config"),
@@ -94,7 +94,7 @@ def test_a_withheld_answer_is_graded_in_the_formgrader_and_the_grade_is_kept(tmp
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
         log.close()
-    (again,) = cli.grade_class(course, settings, ["dana"])  # a rerun keeps the instructor's grade
+    (again,), _ = cli.grade_class(course, settings, ["dana"])  # a rerun keeps the instructor's grade
     assert again.total == 7
     rows = list(csv.DictReader((course / "grades.csv").open(encoding="utf-8")))
     assert rows == [{"student": "dana", "01_tensors_dtypes": "7", "total": "7", "max_total": "7"}]

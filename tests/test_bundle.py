@@ -27,16 +27,13 @@ def test_bundle_has_the_release_package_and_setup(tmp_path):
 def test_nothing_of_the_solutions_leaks_into_the_bundle(tmp_path):
     """No solutions/, tests/, tools/ or grading artefacts; no solution line or hidden test in any file."""
     zf = zipfile.ZipFile(bundle.write(tmp_path / "b.zip"))
-    validator = {f"lecture2-student/tools/grade/{n}" for n in bundle.VALIDATOR} | {"lecture2-student/tools/__init__.py"}
+    grader = {n for n in zf.namelist() if n.startswith("lecture2-student/lecture2_grader/")}
+    assert "lecture2-student/lecture2_grader/validate.py" in grader and "lecture2-student/lecture2_grader/kernel.py" in grader
     for name in zf.namelist():
-        if name in validator:
-            continue
-        assert not re.search(r"/(solutions|tests|tools|submitted|autograded|feedback)/|gradebook|grades\.csv", name), name
-    for name in ("cli.py", "gradebook.py", "classreport.py", "collect.py"):
-        assert f"lecture2-student/tools/grade/{name}" not in zf.namelist()
+        assert not re.search(r"/(solutions|tests|tools|submitted|autograded|feedback)/|gradebook\.db|grades\.csv", name), name
     for name in zf.namelist():
         text = zf.read(name).decode("utf-8", errors="replace")
-        if name not in validator:  # the validator names the markers it strips; it holds no solution or test
+        if name not in grader:  # the grader names the markers it reads; it holds no solution or test
             assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text, name
         if name.endswith(".ipynb"):
             nb_name = name.rsplit("/", 1)[-1]
@@ -114,15 +111,17 @@ def test_student_readme_runs_the_package_with_the_environment_python():
 
 @pytest.mark.slow
 def test_the_bundle_validates_a_notebook_with_its_own_validator(tmp_path):
-    """Does the bundle's `make validate` command work from the files the bundle ships (its own tools/grade
-    and .release/ copy), scoring the untouched release as 0 with every exercise not implemented?"""
+    """Does the bundle's `make validate` command work from the files the bundle ships (its own lecture2_grader
+    and .release/ copy), scoring the untouched release as 0 with every exercise not implemented, and exiting 0
+    (the notebook could be read: a low score is not an error)?"""
     folder = _unzipped(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-c",
-         "import sys; sys.path.insert(0, '.'); import tools.grade.validate as v; "
+         "import sys; sys.path.insert(0, '.'); import lecture2_grader.validate as v; "
          "assert v.__file__.startswith(sys.argv[1]), v.__file__; sys.exit(v.main(sys.argv[2:]))",
          str(folder), "notebooks/lec02/01_tensors_dtypes.ipynb"],
         cwd=folder, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("01_tensors_dtypes: 0/5 分 (points) in the visible checks, of 7"), proc.stdout
-    assert proc.stdout.count("not implemented") == 3, proc.stdout
+    heads = [line for line in proc.stdout.splitlines() if line.startswith("⏳ ")]
+    assert len(heads) == 3 and all("not implemented" in line for line in heads), proc.stdout

@@ -1,4 +1,4 @@
-"""tools/grade/collect.py (`make collect ZIP=...`): an LMS download into submitted/<student>/lec02/."""
+"""lecture2_grader.collect (`make collect ZIP=...`): an LMS download into submitted/<student>/lec02/."""
 from __future__ import annotations
 
 import shutil
@@ -7,7 +7,7 @@ import zipfile
 import pytest
 
 from conftest import RELEASE, ROOT, SOLUTIONS
-from tools.grade.collect import collect
+from lecture2_grader.collect import collect
 
 pytestmark = pytest.mark.slow
 

@@ -1,13 +1,13 @@
 """Benchmark of the class grader's speed (figures for the notes, not a test).
 
-    .venv/bin/python -m tools.bench_grade [--students 10] [--skip-class]
+    .venv/bin/python -m tools.bench_grade [--students 4] [--skip-class]
 
 1. plain: the release notebooks with the reference answers typed in, every code cell in one plain Python
    process per notebook (tools/run_cells.py), one after the other;
 2. grade one: `make grade`'s grader on that same full submission (default jobs: the cores);
 3. class: N copies of it graded with --jobs 1 and with --jobs 2.
-Prints each time and the ratios the grader is held to: grade one / plain (goal <= 2) and class jobs 1 /
-jobs 2 (goal >= 1.8 on 2 cores). Run it on a quiet machine.
+Prints each time and the ratios the grader is held to: grade one / plain (goal <= 1.5) and class jobs 1 /
+jobs 2 (goal >= 1.85 on 2 cores). Run it on a quiet machine.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.grade import ASSIGNMENT, cli
+from lecture2_grader import ASSIGNMENT, cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,7 +65,7 @@ def timed(label: str, fn) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--students", type=int, default=10)
+    parser.add_argument("--students", type=int, default=4)
     parser.add_argument("--skip-class", action="store_true", help="only plain vs one full submission")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,15 +81,15 @@ def main(argv: list[str] | None = None) -> int:
         one = course_with(1, tmp / "one", submission)
         jobs = os.cpu_count() or 1
         graded = timed(f"grade one full submission (--jobs {jobs})",
-                       lambda: cli.grade_class(one, cli.Settings(jobs=jobs)))
-        print(f"ratio grade / plain: {graded / plain:.2f} (goal <= 2)")
+                       lambda: cli.grade_class(one, cli.make_runtime(jobs), jobs=jobs))
+        print(f"ratio grade / plain: {graded / plain:.2f} (goal <= 1.5)")
         if not args.skip_class:
             course = course_with(args.students, tmp / "class", submission)
             t1 = timed(f"grade {args.students} full submissions --jobs 1",
-                       lambda: cli.grade_class(course, cli.Settings(jobs=1)))
+                       lambda: cli.grade_class(course, cli.make_runtime(1), jobs=1))
             t2 = timed(f"grade {args.students} full submissions --jobs 2",
-                       lambda: cli.grade_class(course, cli.Settings(jobs=2)))
-            print(f"speed-up jobs 1 -> 2: {t1 / t2:.2f}x (goal >= 1.8 on 2 cores)")
+                       lambda: cli.grade_class(course, cli.make_runtime(2), jobs=2))
+            print(f"speed-up jobs 1 -> 2: {t1 / t2:.2f}x (goal >= 1.85 on 2 cores)")
     return 0
 
 

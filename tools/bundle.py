@@ -3,8 +3,9 @@
     .venv/bin/python -m tools.bundle [--out dist/lecture2-student.zip]     (what `make bundle` runs)
 
 Nothing else goes in: no solutions/, no tests (their planted mistakes are answers too), no grading
-artefacts, and of tools/ only the grader's stages that `make validate` runs. The bundle's Makefile sets up
-and opens the lab exactly as the course's does.
+artefacts, no tools/. The grader package (lecture2_grader, a package of the distribution) goes in whole: it
+holds no answer and no hidden test, and `make validate` runs its pipeline. The bundle's Makefile sets up and
+opens the lab exactly as the course's does.
 """
 from __future__ import annotations
 
@@ -48,9 +49,12 @@ when your instructor grades. Before handing in, validate each notebook as the gr
 make validate NOTEBOOK=notebooks/lec02/01_tensors_dtypes.ipynb     # or `make validate` for all of them
 ```
 
-The grader runs only your answer cells, spliced into a clean copy of each notebook, so an answer cell may
-hold only imports, functions, classes and plain assignments; `make validate` does the same, names anything
-else with its line, and scores the visible checks.
+When your instructor grades, your answer cells (and your own cells that only define functions, classes or
+constants: your helpers) run in a process of their own, and the check cells in another, which hands your
+functions each check's inputs and takes back what they return. Write your answers however you like (prints,
+helpers, imports are fine); only the checks decide the points. `make validate` runs the same pipeline on the
+visible checks and prints the score they give. The prose, hints and check messages are in Chinese, with the
+English technical terms.
 
 Hand in the notebooks of `notebooks/lec02/` as your instructor asks.
 
@@ -77,8 +81,8 @@ make lab     # 建立 .venv（PyTorch 2.13.0、JupyterLab、lecture2），然后
 
 按顺序完成 `notebooks/lec02/`。每个练习是一个函数，写在标有 `YOUR CODE HERE` 的单元格里；下面的检查单元格
 通过时显示 ✅，否则告诉你期望值、你的结果和提示。交作业前用 `make validate NOTEBOOK=...`（或 `make validate`
-检查全部）按评分的方式检查：评分只运行你的答案单元格（放进一份干净的 notebook 里），所以答案单元格的顶层只能有
-import、函数和类的定义以及普通赋值；`make validate` 同样处理，指出其他写法所在的行，并给出可见检查的得分。
+检查全部）按评分的方式检查：评分时你的答案单元格和你自己加的、只定义函数、类或常量的单元格在一个单独的进程里运行，
+检查单元格在另一个进程里运行；`make validate` 走同样的流程，给出可见检查的得分（隐藏检查在老师评分时才运行）。
 """
 
 # The course Makefile's setup, lab and env rules, between these two marker lines, go into the student Makefile
@@ -96,13 +100,11 @@ EXTRAS :=
 .PHONY: validate
 NOTEBOOK ?= $(wildcard notebooks/lec02/*.ipynb)
 validate: setup
-\t$(BIN)/python -m tools.grade.validate $(NOTEBOOK)
+\t$(BIN)/python -m lecture2_grader.validate $(NOTEBOOK)
 """
 
-# The grader's stages a student's `make validate` runs (the same reading, scan, splice, run and scoring of the
-# visible checks; no sandbox, gradebook or class tools), and the untouched release they splice answers into.
-VALIDATOR = ["__init__.py", "submission.py", "splice.py", "scan.py", "sandbox.py", "runner.py", "score.py",
-             "feedback.py", "validate.py"]
+# The packages of the distribution a student's environment installs (pyproject.toml names them).
+PACKAGES = ("lecture2", "lecture2_grader")
 
 # nbgrader (the lab's nbgrader extensions, `nbgrader validate`) looks for this file in the folder it starts in
 # and warns when there is none. It runs a notebook with the grader's per-cell time limit.
@@ -142,15 +144,12 @@ def bundle_files() -> dict[str, bytes]:
     release = ROOT / "notebooks" / ASSIGNMENT
     for path in sorted(release.glob("*.ipynb")):
         files[f"notebooks/{ASSIGNMENT}/{path.name}"] = path.read_bytes()
-    for path in sorted((ROOT / "lecture2").rglob("*.py")):
-        files[str(path.relative_to(ROOT))] = path.read_bytes()
-    for path in sorted((ROOT / "lecture2").rglob("*.json")):  # data the package ships
-        files[str(path.relative_to(ROOT))] = path.read_bytes()
-    for path in sorted(release.glob("*.ipynb")):  # the clean copy `make validate` splices answers into
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*")):
+            if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
+                files[str(path.relative_to(ROOT))] = path.read_bytes()
+    for path in sorted(release.glob("*.ipynb")):  # the clean copy `make validate` reads the checks from
         files[f".release/{ASSIGNMENT}/{path.name}"] = path.read_bytes()
-    files["tools/__init__.py"] = b""
-    for name in VALIDATOR:
-        files[f"tools/grade/{name}"] = (ROOT / "tools" / "grade" / name).read_bytes()
     files["pyproject.toml"] = (ROOT / "pyproject.toml").read_bytes()
     files["environment.yml"] = (ROOT / "environment.yml").read_bytes()
     files["README.md"] = STUDENT_README.encode("utf-8")
