@@ -70,32 +70,27 @@ def students(course: Path) -> list[str]:
 
 
 def merge(course: Path, student: str, results: dict[str, NotebookResult]) -> dict[str, float]:
-    """Replace `student`'s grades with `results` (notebook stem -> result; a notebook not in it scores 0),
-    keeping manual grades given earlier. Returns the score per notebook stem as the gradebook has it."""
+    """Write `student`'s automatic scores of the notebooks in `results` (notebook stem -> result) into the
+    gradebook, in place: the other notebooks' grades and every manual grade given in the formgrader stay as
+    they are. Returns the score per notebook stem as the gradebook has it afterwards (every notebook)."""
     warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's add_submission autoflushes noisily
-    manual: dict[tuple[str, str], float] = {}
     with Gradebook(db_url(course)) as gb:
         gb.update_or_create_student(student)
         try:
-            old = gb.find_submission(ASSIGNMENT, student)
-            manual = {(nb.name, g.name): g.manual_score for nb in old.notebooks for g in nb.grades
-                      if g.manual_score is not None}
-            gb.remove_submission(ASSIGNMENT, student)
+            submission = gb.find_submission(ASSIGNMENT, student)
         except MissingEntry:
-            pass
-    scores = {}
-    with Gradebook(db_url(course)) as gb:
-        submission = gb.add_submission(ASSIGNMENT, student)
+            submission = gb.add_submission(ASSIGNMENT, student)
+        scores = {}
         for nb in submission.notebooks:
-            earned = {t.grade_id: t for t in results[nb.name].tests} if nb.name in results else {}
-            for grade in nb.grades:
-                test = earned.get(grade.name)
-                maximum = grade.max_score or 0.0
-                points = min(max(test.points, 0.0), maximum) if test else 0.0  # clamped: [0, the cell's points]
-                grade.auto_score = points
-                grade.manual_score = manual.get((nb.name, grade.name))
-                grade.needs_manual_grade = False
-            gb.db.commit()
+            result = results.get(nb.name)
+            if result is not None:
+                earned = {t.grade_id: t for t in result.tests}
+                for grade in nb.grades:
+                    test = earned.get(grade.name)
+                    maximum = grade.max_score or 0.0
+                    grade.auto_score = min(max(test.points, 0.0), maximum) if test else 0.0  # clamped
+                    grade.needs_manual_grade = False
+                gb.db.commit()
             scores[nb.name] = sum(g.score for g in nb.grades)
     return scores
 

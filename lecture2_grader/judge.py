@@ -128,11 +128,10 @@ def judge(job: dict) -> dict:
                        "output_tail": events.output_tail[-4000:]}}
 
 
-def main() -> int:
+def run_job(job: dict) -> dict:
+    """Set this process up for `job` (threads, GPU, the grading flag) and judge it. Call it in a fresh process:
+    `python -m lecture2_grader.judge`, or a child of pipeline's fork server."""
     signal.signal(signal.SIGTERM, _on_term)
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    sys.stdout = sys.stderr  # what anything prints goes to the log, never into the results
-    job = json.loads(sys.stdin.read())
     if not job.get("cuda", True):
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the student's process has no GPU: the checks must not use one
     os.environ["NBGRADER_EXECUTION"] = "autograde"
@@ -142,8 +141,14 @@ def main() -> int:
         import torch
 
         torch.set_num_threads(int(threads))
-    results = judge(job)
-    json.dump(results, out)
+    return judge(job)
+
+
+def main() -> int:
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    sys.stdout = sys.stderr  # what anything prints goes to the log, never into the results
+    job = json.loads(sys.stdin.read())
+    json.dump(run_job(job), out)
     out.close()
     return 0
 

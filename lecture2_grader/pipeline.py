@@ -10,7 +10,6 @@ takes and returns plain data (JSON-able dicts): it is what crosses to another ma
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -22,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import plan, sandbox, scan, score, submission
+from . import plan, sandbox, scan, score, store, submission
 from .course import Notebook
 
 GRADER = Path(__file__).resolve().parent
@@ -40,6 +39,7 @@ class Runtime:
     package: Path | None = None  # the lecture2 package the sandboxed interpreter imports
     mpl_cache: Path | None = None
     threads: int = 1
+    forkserver: bool = True  # judges forked from one process that imported torch once (else a fresh process each)
 
     def kernel_spec(self) -> dict:
         binds = [str(p) for p in (self.package, GRADER / "kernel.py", self.mpl_cache) if p]
@@ -56,8 +56,8 @@ class Job:
     answers: dict[str, str]
     problems: list[str]
     findings: list[str]
-    judge: dict | None  # the judge's job; None when the file could not be read
-    digest: str = ""  # the submission's bytes, the instructor's notebook and the packages: the regrade cache key
+    judge: dict | None  # the judge's job (test cells, cells, answer names); None when the file could not be read
+    digest: str = ""  # store.key of the submission, the instructor's notebook and the code: the regrade cache key
     not_run_own: int = 0
 
 
@@ -69,7 +69,7 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
         return Job(student, nb.name, {}, [f"cannot be read ({err.strerror}) (0 points)"], [], None)
     if raw is None:
         return Job(student, nb.name, {}, ["notebook missing (0 points)"], [], None)
-    digest = hashlib.sha256(raw + nb.digest.encode() + package_digest.encode()).hexdigest()
+    digest = store.key(raw, nb.digest, package_digest)
     index_of = {c.grade_id: c.index for c in nb.cells if c.grade_id}
     course_sources = {c.visible: c.index for c in nb.cells if c.kind != "markdown"}
     try:
@@ -82,15 +82,19 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
     if kernel.skipped_own:
         problems.append(f"{len(kernel.skipped_own)} of your own cells not run by the grader (they do more than "
                         "define functions, classes and constants)")
-    job = {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells,
-           "answer_names": nb.answer_names(), "cell_timeout": runtime.cell_timeout, "threads": runtime.threads,
-           "cuda": runtime.cuda, "kernel": runtime.kernel_spec()}
+    job = {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells, "answer_names": nb.answer_names()}
     return Job(student, nb.name, answers.sources, problems, findings, job, digest, len(kernel.skipped_own))
 
 
 def execute(judge_job: dict, runtime: Runtime) -> dict:
     """Run the judge on `judge_job` (which starts the student's process) within the notebook's time limit.
-    Returns its results, or {"error": why} when it gave none; partial results when it was stopped."""
+    Returns its results, or {"error": why} when it gave none; partial results when it was stopped. The judge is
+    a child of a fork server that has imported torch and the checks once (`runtime.forkserver`), or else a
+    fresh `python -m lecture2_grader.judge`."""
+    judge_job = {**judge_job, "cell_timeout": runtime.cell_timeout, "threads": runtime.threads, "cuda": runtime.cuda,
+                 "kernel": runtime.kernel_spec()}  # this machine's: what a job carries is the same everywhere
+    if runtime.forkserver and _forkserver_usable():
+        return _execute_forked(judge_job, runtime)
     with tempfile.TemporaryDirectory(prefix="lecture2-judge-") as work:
         env = dict(os.environ, OMP_NUM_THREADS=str(runtime.threads), MKL_NUM_THREADS=str(runtime.threads),
                    MPLCONFIGDIR=str(Path(work) / ".matplotlib"), PYTHONDONTWRITEBYTECODE="1")
@@ -123,6 +127,84 @@ def execute(judge_job: dict, runtime: Runtime) -> dict:
         why = (f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)" if stopped
                else f"the grader's judge ended without results (exit status {proc.returncode})")
         return {"error": why, "log": bytes(err_tail).decode("utf-8", "replace")[-4000:]}
+    if stopped:
+        results["stopped"] = f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)"
+    return results
+
+
+# ---- the judge's fork server: the imports paid once per grading run, a fresh process per notebook
+
+PRELOAD = ["torch", "lecture2", "lecture2.checks", "lecture2.answers", "lecture2.exercises", "lecture2_grader.judge",
+           "lecture2_grader.link"]
+_CONTEXT = None
+
+
+def _forkserver_usable() -> bool:
+    import multiprocessing
+
+    return "forkserver" in multiprocessing.get_all_start_methods()
+
+
+def _context():
+    global _CONTEXT
+    if _CONTEXT is None:
+        import multiprocessing
+
+        _CONTEXT = multiprocessing.get_context("forkserver")
+        _CONTEXT.set_forkserver_preload(PRELOAD)
+    return _CONTEXT
+
+
+def _judge_child(job: dict, conn, env: dict) -> None:
+    """In a fresh child of the fork server: judge `job` and send its results (or why there are none)."""
+    import io
+    import traceback
+
+    os.environ.update(env)
+    sys.stdout = io.StringIO()  # what anything prints is not the results
+    try:
+        from .judge import run_job
+
+        results = run_job(job)
+    except BaseException as err:  # noqa: BLE001  the grader's own failure, reported as such
+        results = {"error": f"the grader's judge failed ({type(err).__name__}: {err})",
+                   "log": traceback.format_exc()[-4000:]}
+    try:
+        conn.send(results)
+    finally:
+        conn.close()
+
+
+def _execute_forked(judge_job: dict, runtime: Runtime) -> dict:
+    ctx = _context()
+    receive, send = ctx.Pipe(duplex=False)
+    env = {"OMP_NUM_THREADS": str(runtime.threads), "MKL_NUM_THREADS": str(runtime.threads)}
+    if runtime.mpl_cache:
+        env["MPLCONFIGDIR"] = str(runtime.mpl_cache)
+    proc = ctx.Process(target=_judge_child, args=(judge_job, send, env), daemon=False)
+    proc.start()
+    send.close()
+    results, stopped = None, False
+    try:
+        if receive.poll(runtime.notebook_timeout):
+            results = receive.recv()
+        else:
+            stopped = True
+            proc.terminate()  # SIGTERM: the judge writes what it has and kills the student's process
+            if receive.poll(25):
+                results = receive.recv()
+    except (EOFError, OSError):
+        results = None
+    finally:
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        receive.close()
+    if not isinstance(results, dict):
+        why = (f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)" if stopped
+               else f"the grader's judge ended without results (exit status {proc.exitcode})")
+        return {"error": why, "log": ""}
     if stopped:
         results["stopped"] = f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)"
     return results

@@ -1,0 +1,58 @@
+"""Stage 4b: the judge's results, kept per student and notebook, so that a regrade runs only what changed.
+
+    autograded/<student>/lec02/<notebook>.result.json    {"key": ..., "judged": {...}, "seconds": ..., "at": ...}
+
+A notebook is run again only when its key changes. The key is the content hash of the three things a result
+depends on: the student's submitted file (its bytes), the instructor's notebook and its release, and the code
+that grades it (the lecture2 package and this grader). Anything else (a file's modification time, another
+notebook, another student) does not run it again. `make grade` reuses a stored result whose key matches;
+`--regrade` ignores them. A result is written atomically (a temporary file, then a rename) as soon as its
+notebook is judged, so a run that is killed halfway leaves whole results, and the next run picks up there.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from . import ASSIGNMENT
+
+
+def key(submission: bytes, notebook_digest: str, code_digest: str) -> str:
+    """The cache key of one student's notebook: what its result depends on, hashed."""
+    return hashlib.sha256(hashlib.sha256(submission).digest() + notebook_digest.encode() + b"\0"
+                          + code_digest.encode()).hexdigest()
+
+
+class Store:
+    def __init__(self, course: Path):
+        self.root = course / "autograded"
+
+    def _path(self, student: str, stem: str) -> Path:
+        return self.root / student / ASSIGNMENT / f"{stem}.result.json"
+
+    def get(self, student: str, stem: str, key: str) -> dict | None:
+        """The stored judge results of this notebook if they were made with this key, else None."""
+        try:
+            data = json.loads(self._path(student, stem).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("judged"), dict):
+            return None
+        return data["judged"]
+
+    def put(self, student: str, stem: str, key: str, judged: dict, seconds: float) -> None:
+        path = self._path(student, stem)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{stem}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"key": key, "judged": judged, "seconds": round(seconds, 3),
+                           "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, f, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
