@@ -41,3 +41,18 @@ def test_validate_passes_the_reference_and_refuses_a_stranger(tmp_path):
     broken = tmp_path / NAME
     broken.write_text("{ not json")
     assert validate.validate(broken, runtime(sandboxed=False))[0] == 2
+
+
+def test_validate_gives_honest_unusual_answers_their_full_visible_points(tmp_path):
+    """The students a scan-based grader punished (a print self-test, a unit constant, functools.wraps, a helper
+    in a cell of their own, metadata lost with the def lines retyped...): validate gives each the full visible
+    points, as grading gives them the full points (tests/test_grade_class.py)."""
+    from test_grade_class import honest_corpus
+
+    rt = runtime(sandboxed=False)
+    for name, case in honest_corpus().items():
+        path = tmp_path / name / NAME
+        sub.write(case["files"][NAME], path)
+        status, lines = validate.validate(path, rt)
+        # (the one at 6.5 raises NotImplementedError for complex dtypes, which only a hidden group draws)
+        assert status == 0 and lines[0].startswith("01_tensors_dtypes: 5/5 "), (name, lines)
