@@ -205,3 +205,12 @@ def rebuild_exception(info: object) -> Exception:
         return cls(message)
     except Exception:  # a built-in whose constructor wants other arguments (UnicodeDecodeError, ...)
         return type(name, (AnswerError,), {"__module__": "answer"})(message)
+
+
+@observer
+def kind_of(target) -> dict:
+    """What kind of object an answer defined (for a message that says "tensor_bytes is a class, not a function")."""
+    import inspect
+
+    return {"callable": callable(target), "class": inspect.isclass(target),
+            "function": inspect.isfunction(target) or inspect.ismethod(target), "type": type(target).__name__}

@@ -300,7 +300,10 @@ class _Blocks(torch.nn.Module):
 
 def checkpointing(cfg: dict, device: str, repeat: int) -> dict:
     """Bytes saved for backward, FLOPs and time of forward + backward of the GPT's blocks, plain vs
-    checkpointed per block (non-reentrant, as the lecture's code).
+    checkpointed per block (non-reentrant, as the lecture's code). On CUDA also the allocator's peak of forward +
+    backward above what was allocated before it: `peak_memory` with the gradients of a step before already held
+    (they are accumulated in place and not counted), `peak_memory_from_no_grads` with none held (the step
+    allocates them, `grad_bytes`, and they are counted, as notebook 07's own cell measures).
 
     The two are timed alternately (best of `repeat` each), so that a busy neighbour slows both alike.
     """
@@ -315,7 +318,14 @@ def checkpointing(cfg: dict, device: str, repeat: int) -> dict:
         steps[mode] = lambda s=stack, x=x: s(x).sum().backward()
         r["flops"] = measure.count_flops(steps[mode])  # forward + backward, the recompute included
         if device == "cuda":
+            # two peaks above what was allocated before the step: with the gradients the step before left held
+            # (accumulated in place: not counted), and with none held, as notebook 07 measures (the step
+            # allocates them: counted)
             r["peak_memory"] = measure.peak_memory(steps[mode])
+            stack.zero_grad(set_to_none=True)
+            x.grad = None
+            r["peak_memory_from_no_grads"] = measure.peak_memory(steps[mode])
+            r["grad_bytes"] = training_state.held_bytes([x.grad] + [p.grad for p in stack.parameters()])
         steps[mode]()  # warm-up
         result[mode] = r
     times = {mode: [] for mode in steps}

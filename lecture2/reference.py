@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import fmt, hardware, profile
+from . import fmt, hardware, models, profile
 
 __all__ = ["SECTIONS", "DATASHEET_GPU", "references", "gpu_references", "measure_here", "table",
            "bf16_over_fp32", "plot_matmul_references", "plot_dtypes"]
@@ -192,13 +192,46 @@ def _state(p: dict) -> str | None:
     return f"{s['held_total']:,} B = 16N {s['held_total'] - s['predicted']:+,} B"
 
 
+# PyTorch's default cuBLAS workspace (CUBLAS_WORKSPACE_CONFIG ":4096:8" on sm90, ":4096:2:16:8" on other GPUs):
+# allocated through the caching allocator for each cuBLAS handle, i.e. for each thread that runs a matmul
+_CUBLAS_WORKSPACE = {"sm90": 4096 * 8 * 1024, "other": 4096 * 1024 * 2 + 16 * 1024 * 8}
+
+
+def _state_rounding(p: dict, n_tensors: int | None) -> int | None:
+    """The caching allocator's rounding of the GPT's fp32 training state on the device (each parameter, its
+    gradient and Adam's m and v, rounded up to a multiple of 512 bytes), from the profile's own sizes; None when
+    the profile's tensor count is not that of its config's GPT (the shapes are then not known)."""
+    g = _get(p, "config", "gpt")
+    if not isinstance(g, dict):
+        return None
+    with torch.device("meta"):
+        model = models.GPT(models.GPTConfig(**{k: v for k, v in g.items() if k not in ("B", "T")}))
+    params = list(model.parameters())
+    if n_tensors != 4 * len(params):
+        return None
+    return 4 * sum(-(t.numel() * 4) % 512 for t in params)
+
+
 def _state_allocator(p: dict) -> str | None:
+    """memory_allocated after the step, and what it holds beyond the state's bytes: the allocator's 512-byte
+    rounding (exact, from the shapes) and, beyond that, allocations that are not training state (the cuBLAS
+    workspace PyTorch allocates for the autograd thread's first matmul, inside the measured window)."""
     s = _get(p, "models", "gpt_state_bytes")
     if s is None:
         return None
     if "memory_allocated" not in s:
         return "(CUDA only)"
-    return f"{s['memory_allocated']:,} B ({s['memory_allocated'] - s.get('held_on_device', s['held_total']):+,} B rounding)"
+    extra = s["memory_allocated"] - s.get("held_on_device", s["held_total"])
+    rounding = _state_rounding(p, s.get("n_tensors"))
+    if rounding is None or extra == rounding:
+        return f"{s['memory_allocated']:,} B ({extra:+,} B rounding)"
+    rest = extra - rounding
+    sm90 = _get(p, "device", "capability") == "9.0"
+    if rest == _CUBLAS_WORKSPACE["sm90" if sm90 else "other"]:
+        what = "= PyTorch's cuBLAS workspace" + (" on sm90" if sm90 else "")
+    else:
+        what = "not training state (cuBLAS workspaces, other buffers)"
+    return f"{s['memory_allocated']:,} B ({rounding:+,} B rounding, {rest:+,} B {what})"
 
 
 def _ckpt(mode: str, what: str) -> Getter:
@@ -209,9 +242,26 @@ def _ckpt(mode: str, what: str) -> Getter:
         if what == "seconds":
             return fmt.format_seconds(c["seconds"])
         if what == "peak_memory":
-            return fmt.format_bytes(c["peak_memory"]) if "peak_memory" in c else "(CUDA only)"
+            if "peak_memory" not in c:
+                return "(CUDA only)"
+            held = f"{fmt.format_bytes(c['peak_memory'])} grads held before"
+            if "peak_memory_from_no_grads" not in c:  # profiles before 2026-12 measured this one only
+                return held + " (not counted)"
+            return f"{fmt.format_bytes(c['peak_memory_from_no_grads'])} incl. grads | {held}"
         return fmt.format_bytes(c["saved_bytes"])
     return get
+
+
+def _ckpt_grads(p: dict) -> str | None:
+    """The bytes of the gradients one forward + backward allocates (every block parameter and the input, fp32):
+    counted by a CUDA peak taken with no gradients held before, not by one taken with them held."""
+    c = _get(p, "models", "checkpointing")
+    if c is None:
+        return None
+    if "grad_bytes" in c:
+        return fmt.format_bytes(c["grad_bytes"])
+    d = c["d"]  # a TransformerBlock without biases: 12 d^2 + 2 d parameters
+    return fmt.format_bytes(4 * (c["n_layer"] * (12 * d * d + 2 * d) + c["B"] * c["T"] * d))
 
 
 def _ckpt_ratio(p: dict) -> str | None:
@@ -266,6 +316,7 @@ def _rows(section: str) -> list[tuple[str, Getter]]:
                          ("fwd+bwd: plain", _ckpt("plain", "seconds")),
                          ("fwd+bwd: per-block checkpoint", _ckpt("per_block", "seconds")),
                          ("checkpointing keeps / costs", _ckpt_ratio),
+                         ("gradients (params + x)", _ckpt_grads),
                          ("CUDA peak: plain", _ckpt("plain", "peak_memory")),
                          ("CUDA peak: checkpointed", _ckpt("per_block", "peak_memory"))]
     return common + [(f"matmul {k} (best)", _matmul(k)) for k in _MATMUL_KEYS] + [

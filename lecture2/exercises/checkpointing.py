@@ -1,9 +1,15 @@
 """Notebook 07's check cases: CheckpointedStack, checkpoint_memory and best_segments, recompute_overhead.
 
-Expected values are measured here on live stacks of TransformerBlocks (outputs and gradients of the plain
-stack, `measure.saved_bytes`, `measure.count_flops` of PyTorch's own non-reentrant checkpoint, the CUDA
-allocator's peak) or passed in by the test cell (reference numbers, and the memory model's formula for drawn
-sizes, which stays in the cell). The FLOPs a wrong answer would give are counted too, on the meta device.
+Every answer is reached through lecture2.answers (plain data both ways). The functions are called
+(`answers.call`); the class CheckpointedStack is run by the instrument `run_stack` beside it: it builds the
+blocks from their size and a state_dict the check sends, instantiates the student's class on them, runs forward
+and backward on the input the check sends, and returns what it saw (the output, the gradients of the input and
+of every block parameter, the bytes saved for backward and the FLOPs counted while the stack ran, the CUDA peak).
+The expected values are computed here, in the process that runs the check, on the same blocks and inputs: the
+plain stack's outputs and gradients, `measure.saved_bytes` of one block and one layer input, `measure.count_flops`
+of the plain step, PyTorch's own non-reentrant checkpoint, the CUDA allocator's peak; or passed in by the test
+cell (reference numbers, and the memory model's formula for drawn sizes, which stays in the cell). The FLOPs a
+wrong answer would give are counted too, on the meta device.
 """
 from __future__ import annotations
 
@@ -16,11 +22,43 @@ from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
 import lecture2.measure
 import lecture2.models
-from lecture2 import checks
+from lecture2 import answers, checks
 
 # fresh copies of the instruments (test cells reload this module): nothing a notebook's cells did to them counts
 measure = importlib.reload(lecture2.measure)
 models = importlib.reload(lecture2.models)
+
+checks.register_hints({
+    # CheckpointedStack
+    "checkpointing.not_module": "CheckpointedStack 要是 nn.Module 的子类 (class CheckpointedStack(nn.Module))，"
+                                "它的实例才有参数、能 .to(device)，像普通 stack 一样用。",
+    "checkpointing.outputs_differ": "每个 block 都要按顺序恰好运行一次；L 不能被 segments 整除时，别漏掉余下的层。",
+    "checkpointing.grads_differ": "不要 detach() 段的输入，也不要复制 blocks：checkpoint 自己会把梯度传回去。",
+    "checkpointing.no_checkpoint": "没有 checkpoint：普通前向保存了每一层的全部激活 (all activations)。",
+    "checkpointing.every_layer": "你给每一层都设了检查点 (every layer)：保存了 L 个层输入，而不是 segments 个。",
+    "checkpointing.segments_as_length": "segments 是段数 (number of segments)，不是每段的层数 (layers per segment)。",
+    "checkpointing.last_segment_kept": "最后一段没有 checkpoint（checkpoint_sequential 就是这样做的）：它的激活全部被保存了。"
+                                       "这个练习要求每一段都 checkpoint。",
+    "checkpointing.reentrant": "重算了完整的前向 (a full forward)：这是 use_reentrant=True（或没写 use_reentrant）的行为。"
+                               "请用 checkpoint(..., use_reentrant=False)。",
+    "checkpointing.no_recompute": "没有重算：看起来没有用 checkpoint。",
+    "checkpointing.segments_range": "segments 不在 1..L 之间 (0、负数、比层数还多) 时要 raise ValueError，不能悄悄改成一个合法的段数。",
+    "checkpointing.cuda_peak": "有 checkpoint 时前向 + 反向的 CUDA 峰值显存应低于普通 stack：前向只留每段的输入，反向时一次只重算一段。",
+    # checkpoint_memory, best_segments
+    "checkpointing.memory_no_checkpoint": "没有考虑 checkpoint：L 层的激活全部存着。",
+    "checkpointing.memory_no_recompute": "忘了反向时重算的那一段：它的激活也要存着，直到这段的反向结束。",
+    "checkpointing.memory_ceil": "最长的一段有 ceil(L/s) 层 (向上取整)，不是 L/s 或 L//s。",
+    "checkpointing.best_tie": "有并列 (tie) 时取较大的 segments：显存一样，段越多重算越少。",
+    "checkpointing.best_sqrt_l": "sqrt(L) 只在每层激活 A 约等于层输入 a 时成立：最优段数约是 sqrt(L*A/a)。",
+    "checkpointing.best_search": "连续的最优点 sqrt(L*A/a) 只是近似：要在整数 s = 1..L 上搜索 (ceil 让曲线成台阶)，而且 s 不能超过 L。",
+    # recompute_overhead
+    "checkpointing.overhead_lecture": "这是讲义的上界 4/3（use_reentrant=True 的行为）。non-reentrant checkpoint 会早停："
+                                      "每段最后一个 block 的 down projection 不重算。",
+    "checkpointing.overhead_extra": "返回的应是比值 (with / without)，不是多出来的部分 (ratio - 1)。",
+    "checkpointing.overhead_once": "每一段 (segment) 都早停一次，不是整个 stack 只一次。",
+    "checkpointing.overhead_every_layer": "只有每段最后一个 block 的 down projection 不重算，不是每一层的。",
+    "checkpointing.overhead_attention": "忘了注意力 (attention) 的 4BT^2d：它也会被重算。",
+})
 
 
 def _blocks(n: int, b: int, t: int, d: int, n_heads: int, seed: int) -> tuple[nn.ModuleList, list, torch.Tensor]:
@@ -38,85 +76,156 @@ def _run_plain(mods, inp: torch.Tensor) -> torch.Tensor:
 
 # --- CheckpointedStack ----------------------------------------------------------------------------------------
 
-def stack_case(cls, n: int, s: int, b: int, t: int, d: int, n_heads: int, seed: int):
+@answers.observer
+def run_stack(cls, blocks: dict, x: torch.Tensor, segments: int, steps: list, device: str = "cpu") -> dict:
+    """cls(blocks, segments) beside the answer, on an nn.ModuleList of blocks["n"] TransformerBlock(blocks["d"],
+    blocks["n_heads"]) loaded with blocks["state"] (their state_dict) and moved to `device`. What it saw:
+    "is_module" and "type" of the instance; then, for each of `steps` asked for, in this order:
+      "grads"  the output of its forward on a copy of x that requires grad ("output", "output_type"), and after
+               output.square().mean().backward() the gradients of x and of every block parameter, in
+               parameters() order ("grads", None where there is none; "backward_error" if backward raised)
+      "saved"  measure.saved_bytes of its forward on x, block parameters excluded
+      "flops"  measure.count_flops of its forward + backward on x
+      "peak"   on CUDA, with no gradients held: measure.peak_memory of its forward + backward (None without CUDA)
+    What the constructor or a forward raises goes to the check as it is."""
+    mods = nn.ModuleList(models.TransformerBlock(blocks["d"], blocks["n_heads"]) for _ in range(blocks["n"]))
+    mods.load_state_dict(blocks["state"])
+    if device == "cuda" and not torch.cuda.is_available():
+        return {"is_module": None, "type": None, "peak": None}
+    mods.to(device)
+    params = list(mods.parameters())
+    stack = cls(mods, segments)
+    seen: dict = {"is_module": isinstance(stack, nn.Module), "type": type(stack).__name__}
+    if not seen["is_module"]:
+        return seen
+    inp = x.detach().to(device).requires_grad_()
+
+    def clear():
+        inp.grad = None
+        mods.zero_grad(set_to_none=True)
+
+    for step in steps:
+        if step == "grads":
+            out = stack(inp)
+            seen["output_type"] = type(out).__name__
+            seen["output"] = out.detach() if isinstance(out, torch.Tensor) else None
+            if isinstance(out, torch.Tensor):
+                try:
+                    out.square().mean().backward()
+                except RuntimeError as err:  # e.g. an output that does not require grad
+                    seen["backward_error"] = str(err)[:300]
+            seen["grads"] = [inp.grad] + [p.grad for p in params]
+            clear()
+        elif step == "saved":
+            seen["saved"] = measure.saved_bytes(lambda: stack(inp), exclude=params)
+        elif step == "flops":
+            seen["flops"] = measure.count_flops(lambda: stack(inp).sum().backward())
+            clear()
+        elif step == "peak":
+            clear()
+            seen["peak"] = (measure.peak_memory(lambda: stack(inp).sum().backward())
+                            if inp.device.type == "cuda" else None)
+            clear()
+    return seen
+
+
+def _see_stack(cls, mods: nn.ModuleList, d: int, n_heads: int, inp: torch.Tensor, s: int, steps: list[str],
+               what: str, device: str = "cpu") -> dict:
+    """run_stack beside the answer on blocks holding the same parameters as `mods` and the same input."""
+    __tracebackhide__ = True
+    state = {k: v.detach().clone() for k, v in mods.state_dict().items()}
+    seen = answers.observe(run_stack, cls, {"n": len(mods), "d": d, "n_heads": n_heads, "state": state},
+                           inp.detach(), s, steps, device)
+    if type(seen) is not dict or "is_module" not in seen:
+        raise checks.CheckFailed(f"{what}: 检查的测量 (the instrument beside your class) 没有返回它该返回的数据，"
+                                 f"得到 {type(seen).__name__}。", what=what)
+    if seen["is_module"] is False:
+        checks.fail(f"{what}: CheckpointedStack(blocks, segments) 应是一个 nn.Module，得到 {str(seen.get('type'))[:60]}。",
+                    "checkpointing.not_module")
+    return seen
+
+
+def _tensor_like(got: object, want: torch.Tensor) -> bool:
+    return type(got) in (torch.Tensor, nn.Parameter) and got.shape == want.shape and got.dtype == want.dtype
+
+
+def stack_case(cls, n: int, s: int, b: int, t: int, d: int, n_heads: int, seed: int, flops: bool = False):
     """cls(blocks, s) on n live blocks: outputs and gradients equal to the plain stack's, and its forward saves
-    exactly s layer inputs (measure.saved_bytes, parameters excluded). Returns (blocks, params, x, stack)."""
+    exactly s layer inputs (measure.saved_bytes, parameters excluded); with `flops`, the FLOPs of forward +
+    backward too (see stack_flops_case). Returns (blocks, params, x, what run_stack saw)."""
     __tracebackhide__ = True
     mods, ps, inp = _blocks(n, b, t, d, n_heads, seed)
     what = f"CheckpointedStack(L={n}, segments={s}) on x of shape {tuple(inp.shape)}"
-    stack = cls(mods, s)
-    checks.expect_type(stack, nn.Module, what=what)
+    seen = _see_stack(cls, mods, d, n_heads, inp, s, ["grads", "saved"] + (["flops"] if flops else []), what)
     want = _run_plain(mods, inp)
     want.square().mean().backward()
     want_grads = [inp.grad.clone()] + [p.grad.clone() for p in ps]
     inp.grad = None
     mods.zero_grad(set_to_none=True)
-    got = stack(inp)
-    checks.expect(isinstance(got, torch.Tensor) and got.shape == want.shape
-                  and torch.allclose(got, want.detach(), rtol=1e-5, atol=1e-6),
-                  f"{what}: 输出与普通 stack 不同 (outputs differ)。每个 block 都要按顺序恰好运行一次；"
-                  f"L 不能被 segments 整除时，别漏掉余下的层。")
-    got.square().mean().backward()
-    got_grads = [inp.grad] + [p.grad for p in ps]
-    checks.expect(all(g is not None and torch.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in zip(got_grads, want_grads)),
-                  f"{what}: 梯度 (gradients) 与普通 stack 不同，或者 x / 参数没有得到梯度。"
-                  f"不要 detach() 段的输入，也不要复制 blocks：checkpoint 自己会把梯度传回去。")
+    got = seen.get("output")
+    if not (_tensor_like(got, want) and torch.allclose(got, want.detach(), rtol=1e-5, atol=1e-6)):
+        shown = f"形状 {tuple(got.shape)}" if _tensor_like(got, got) else f"{str(seen.get('output_type'))[:40]}"
+        checks.fail(f"{what}: 输出与普通 stack 不同 (outputs differ; got {shown})。", "checkpointing.outputs_differ")
+    got_grads = seen.get("grads")
+    if not (type(got_grads) is list and len(got_grads) == len(want_grads)
+            and all(_tensor_like(g, w) and torch.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in zip(got_grads, want_grads))):
+        why = f" (backward: {str(seen['backward_error'])[:120]})" if seen.get("backward_error") else ""
+        checks.fail(f"{what}: 梯度 (gradients) 与普通 stack 不同，或者 x / 参数没有得到梯度{why}。", "checkpointing.grads_differ")
     a_ = inp.nbytes                                                  # live: one layer input
     A_ = measure.saved_bytes(lambda: mods[0](inp), exclude=ps)       # live: what one block saves
     last = n - (s - 1) * (n // s)                                    # checkpoint_sequential's last segment
-    checks.expect_equal(measure.saved_bytes(lambda: stack(inp), exclude=ps), s * a_,
-                        what=f"{what}: 前向保存的字节数 (saved bytes, parameters excluded)", mistakes=[
-        checks.mistake("没有 checkpoint：普通前向保存了每一层的全部激活 (all activations)。", n * A_),
-        checks.mistake("你给每一层都设了检查点 (every layer)：保存了 L 个层输入，而不是 segments 个。", n * a_),
-        checks.mistake("segments 是段数 (number of segments)，不是每段的层数 (layers per segment)。", -(-n // s) * a_),
-        checks.mistake("最后一段没有 checkpoint（checkpoint_sequential 就是这样做的）：它的激活全部被保存了。"
-                       "这个练习要求每一段都 checkpoint。", (s - 1) * a_ + last * A_),
+    checks.expect_equal(seen.get("saved"), s * a_, what=f"{what}: 前向保存的字节数 (saved bytes, parameters excluded)", mistakes=[
+        checks.mistake("checkpointing.no_checkpoint", n * A_),
+        checks.mistake("checkpointing.every_layer", n * a_),
+        checks.mistake("checkpointing.segments_as_length", -(-n // s) * a_),
+        checks.mistake("checkpointing.last_segment_kept", (s - 1) * a_ + last * A_),
     ])
-    return mods, ps, inp, stack
+    return mods, ps, inp, seen
 
 
 def stack_flops_case(cls, n: int, s: int, b: int, t: int, d: int, n_heads: int, seed: int) -> None:
-    """stack_case, then the FLOPs of forward + backward through the stack (count_flops): the plain step, plus one
-    recomputed forward, less the down projection of each segment's last block (non-reentrant checkpoint stops
-    recomputing once the last saved tensor is back), all three counted live."""
+    """stack_case, then the FLOPs of forward + backward through the stack (count_flops, beside the answer): the
+    plain step, plus one recomputed forward, less the down projection of each segment's last block (non-reentrant
+    checkpoint stops recomputing once the last saved tensor is back), all three counted live here."""
     __tracebackhide__ = True
-    mods, ps, inp, stack = stack_case(cls, n, s, b, t, d, n_heads, seed)
+    mods, ps, inp, seen = stack_case(cls, n, s, b, t, d, n_heads, seed, flops=True)
     f_step = measure.count_flops(lambda: _run_plain(mods, inp).sum().backward())
     f_fwd = measure.count_flops(lambda: _run_plain(mods, inp))
     f_down = measure.count_flops(lambda: mods[0].ffn.down(torch.randn(b, t, 4 * d)))
-    checks.expect_equal(measure.count_flops(lambda: stack(inp).sum().backward()), f_step + f_fwd - s * f_down,
+    checks.expect_equal(seen.get("flops"), f_step + f_fwd - s * f_down,
                         what=f"FLOPs of forward + backward through CheckpointedStack(L={n}, segments={s})", mistakes=[
-        checks.mistake("重算了完整的前向 (a full forward)：这是 use_reentrant=True（或没写 use_reentrant）的行为。"
-                       "请用 checkpoint(..., use_reentrant=False)。", f_step + f_fwd),
-        checks.mistake("没有重算：看起来没有用 checkpoint。", f_step),
+        checks.mistake("checkpointing.reentrant", f_step + f_fwd),
+        checks.mistake("checkpointing.no_recompute", f_step),
     ])
 
 
 def stack_rejects(cls, segments: int, n: int = 6) -> None:
     """cls(n blocks, segments) must raise ValueError for segments outside 1..n."""
     __tracebackhide__ = True
-    mods, _, _ = _blocks(n, 1, 4, 8, 2, seed=3)
-    raised = False
+    mods, _, inp = _blocks(n, 1, 4, 8, 2, seed=3)
+    what = f"CheckpointedStack({n} blocks, segments={segments})"
     try:
-        cls(mods, segments)
+        _see_stack(cls, mods, 8, 2, inp, segments, [], what)
     except ValueError:
-        raised = True
-    checks.expect(raised, f"CheckpointedStack({n} blocks, segments={segments}) 应该 raise ValueError (segments 必须在 1..L 之间)")
+        return
+    checks.fail(f"{what} 应该 raise ValueError (segments 必须在 1..L 之间)", "checkpointing.segments_range")
 
 
 def stack_cuda_case(cls) -> None:
-    """On CUDA: the allocator's peak during forward + backward through cls(8 blocks, 4) is below the plain
-    stack's (measure.peak_memory)."""
+    """On CUDA: the allocator's peak during forward + backward through cls(8 blocks, 4), with no gradients held
+    before (measured beside the answer), is below the plain stack's on the same blocks (measured here)."""
     __tracebackhide__ = True
     mods, _, inp = _blocks(8, 4, 256, 256, 4, seed=4)
+    seen = _see_stack(cls, mods, 256, 4, inp, 4, ["peak"], "CheckpointedStack(8 blocks, 4) on CUDA", device="cuda")
+    if seen.get("peak") is None:  # the answer's process has no GPU: points never depend on the hardware
+        return
     mods.cuda()
     xc = inp.detach().cuda().requires_grad_()
-    peaks = []
-    for model in (lambda z: _run_plain(mods, z), cls(mods, 4)):
-        mods.zero_grad(set_to_none=True)
-        xc.grad = None
-        peaks.append(measure.peak_memory(lambda: model(xc).sum().backward()))
-    checks.expect(peaks[1] < peaks[0], f"CUDA 峰值显存 (peak memory) 没有下降: plain {peaks[0]} B, checkpointed {peaks[1]} B")
+    plain = measure.peak_memory(lambda: _run_plain(mods, xc).sum().backward())
+    got = seen["peak"]
+    if not (type(got) is int and got < plain):
+        checks.fail(f"CUDA 峰值显存 (peak memory) 没有下降: plain {plain} B, checkpointed {str(got)[:40]} B",
+                    "checkpointing.cuda_peak")
 
 
 # --- checkpoint_memory, best_segments -------------------------------------------------------------------------
@@ -124,12 +233,12 @@ def stack_cuda_case(cls) -> None:
 def memory_case(fn, n: int, s: int, a: float, A: float, want: float) -> None:
     """fn(n, s, a, A) against `want` bytes (rtol 1e-12)."""
     __tracebackhide__ = True
-    checks.expect_close(fn(n, s, a, A), want, rtol=1e-12,
+    checks.expect_close(answers.call(fn, n, s, a, A), want, rtol=1e-12,
                         what=f"checkpoint_memory(L={n}, segments={s}, a={a}, A={A})", mistakes=[
-        checks.mistake("没有考虑 checkpoint：L 层的激活全部存着。", n * A),
-        checks.mistake("忘了反向时重算的那一段：它的激活也要存着，直到这段的反向结束。", s * a),
-        checks.mistake("最长的一段有 ceil(L/s) 层 (向上取整)，不是 L/s 或 L//s。", s * a + n / s * A),
-        checks.mistake("最长的一段有 ceil(L/s) 层 (向上取整)，不是 L/s 或 L//s。", s * a + n // s * A),
+        checks.mistake("checkpointing.memory_no_checkpoint", n * A),
+        checks.mistake("checkpointing.memory_no_recompute", s * a),
+        checks.mistake("checkpointing.memory_ceil", s * a + n / s * A),
+        checks.mistake("checkpointing.memory_ceil", s * a + n // s * A),
     ])
 
 
@@ -145,22 +254,21 @@ def memory_measured_case(fn, n: int, s: int, b: int, t: int, d: int, n_heads: in
     a_ = inp.nbytes                                               # live: one layer input
     A_ = measure.saved_bytes(lambda: mods[0](inp), exclude=ps)    # live: what one block saves
     peak = measure.saved_bytes(lambda: checkpoint_sequential(mods, s, inp, use_reentrant=False), exclude=ps)
-    checks.expect_close(fn(n, s, a_, A_), peak, rtol=0, atol=a_,
+    checks.expect_close(answers.call(fn, n, s, a_, A_), peak, rtol=0, atol=a_,
                         what=f"checkpoint_memory vs measured peak stored bytes (L={n}, s={s}, a={a_}, A={A_})", mistakes=[
-        checks.mistake("没有考虑 checkpoint：L 层的激活全部存着。", n * A_),
-        checks.mistake("忘了反向时重算的那一段：它的激活也要存着，直到这段的反向结束。", s * a_),
+        checks.mistake("checkpointing.memory_no_checkpoint", n * A_),
+        checks.mistake("checkpointing.memory_no_recompute", s * a_),
     ])
 
 
 def best_case(fn, n: int, a: float, A: float, want: int, fewest: int) -> None:
     """fn(n, a, A) against `want` segments; `fewest` is the smallest s among those tied with `want`."""
     __tracebackhide__ = True
-    checks.expect_equal(fn(n, a, A), want, what=f"best_segments(L={n}, a={a}, A={A})", mistakes=[
-        checks.mistake("有并列 (tie) 时取较大的 segments：显存一样，段越多重算越少。", fewest),
-        checks.mistake("sqrt(L) 只在每层激活 A 约等于层输入 a 时成立：最优段数约是 sqrt(L*A/a)。", round(math.sqrt(n))),
-        checks.mistake("sqrt(L) 只在每层激活 A 约等于层输入 a 时成立：最优段数约是 sqrt(L*A/a)。", math.isqrt(n)),
-        checks.mistake("连续的最优点 sqrt(L*A/a) 只是近似：要在整数 s = 1..L 上搜索 (ceil 让曲线成台阶)，"
-                       "而且 s 不能超过 L。", round(math.sqrt(n * A / a))),
+    checks.expect_equal(answers.call(fn, n, a, A), want, what=f"best_segments(L={n}, a={a}, A={A})", mistakes=[
+        checks.mistake("checkpointing.best_tie", fewest),
+        checks.mistake("checkpointing.best_sqrt_l", round(math.sqrt(n))),
+        checks.mistake("checkpointing.best_sqrt_l", math.isqrt(n)),
+        checks.mistake("checkpointing.best_search", round(math.sqrt(n * A / a))),
     ])
 
 
@@ -197,12 +305,11 @@ def _overhead_mistakes(n: int, s: int, t: int, d: int, want: float) -> list[chec
     dense = sum(measure.count_flops(lin, inp) for lin, inp in
                 [(blk.attention.qkv, x), (blk.attention.proj, x), (blk.ffn.up, x), (blk.ffn.down, h)])
     return [
-        checks.mistake("这是讲义的上界 4/3（use_reentrant=True 的行为）。non-reentrant checkpoint 会早停："
-                       "每段最后一个 block 的 down projection 不重算。", 4 / 3),
-        checks.mistake("返回的应是比值 (with / without)，不是多出来的部分 (ratio - 1)。", want - 1),
-        checks.mistake("每一段 (segment) 都早停一次，不是整个 stack 只一次。", want + (s - 1) * down / (3 * forward)),
-        checks.mistake("只有每段最后一个 block 的 down projection 不重算，不是每一层的。", want - (n - s) * down / (3 * forward)),
-        checks.mistake("忘了注意力 (attention) 的 4BT^2d：它也会被重算。", (4 * n * dense - s * down) / (3 * n * dense)),
+        checks.mistake("checkpointing.overhead_lecture", 4 / 3),
+        checks.mistake("checkpointing.overhead_extra", want - 1),
+        checks.mistake("checkpointing.overhead_once", want + (s - 1) * down / (3 * forward)),
+        checks.mistake("checkpointing.overhead_every_layer", want - (n - s) * down / (3 * forward)),
+        checks.mistake("checkpointing.overhead_attention", (4 * n * dense - s * down) / (3 * n * dense)),
         checks.mistake("forward_only", 3 * want - 2),
     ]
 
@@ -211,7 +318,7 @@ def overhead_case(fn, n: int, s: int, b: int, t: int, d: int, n_heads: int, seed
     """fn(n, s, t, d) against the ratio count_flops measures on a live checkpointed stack (rtol 1e-9)."""
     __tracebackhide__ = True
     measured = _counted_ratio(n, s, b, t, d, n_heads, seed)
-    checks.expect_close(fn(n, s, t, d), measured, rtol=1e-9,
+    checks.expect_close(answers.call(fn, n, s, t, d), measured, rtol=1e-9,
                         what=f"recompute_overhead(L={n}, segments={s}, T={t}, d={d}) vs count_flops",
                         mistakes=_overhead_mistakes(n, s, t, d, measured))
 
@@ -219,5 +326,41 @@ def overhead_case(fn, n: int, s: int, b: int, t: int, d: int, n_heads: int, seed
 def overhead_reference(fn, n: int, s: int, t: int, d: int, want: float) -> None:
     """fn(n, s, t, d) against a reference ratio `want` (rtol 1e-9), for sizes too big to run on a CPU."""
     __tracebackhide__ = True
-    checks.expect_close(fn(n, s, t, d), want, rtol=1e-9, what=f"recompute_overhead(L={n}, segments={s}, T={t}, d={d})",
+    checks.expect_close(answers.call(fn, n, s, t, d), want, rtol=1e-9,
+                        what=f"recompute_overhead(L={n}, segments={s}, T={t}, d={d})",
                         mistakes=_overhead_mistakes(n, s, t, d, want))
+
+
+# How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
+ORACLE = {
+    "CheckpointedStack": answers.Oracle(
+        returns="from the instrument run_stack beside the answer (it builds the blocks from their size and the "
+                "state_dict the check sends, then instantiates the class on them): whether the instance is an "
+                "nn.Module, its output and the gradients of the input and of every block parameter after a fixed "
+                "loss, the bytes measure.saved_bytes counts in its forward, the FLOPs measure.count_flops counts in "
+                "its forward + backward, and on CUDA its allocator peak; whether the constructor raises ValueError "
+                "for a segment count outside 1..L",
+        expected="the plain stack's output and gradients on the same blocks and input, computed in the check's own "
+                 "process; segments x one layer input's nbytes; count_flops of the plain step and forward and of "
+                 "one down projection (plain step + one forward - one down projection per segment); the plain "
+                 "stack's CUDA peak",
+        tampering="the output and the gradients are compared with the check's own reference and cannot be faked "
+                  "without computing them. The saved bytes, the FLOPs and the CUDA peak are counted by lecture2's "
+                  "instruments in the student's process, which a student who patches that process (or the "
+                  "instrument) could make report a checkpointed stack's figures for a plain one: those groups "
+                  "observe how the answer computes, and nothing the answer cannot reach closes that; faking them "
+                  "is more work than the exercise (a checkpoint call per segment), and the static scan shows the "
+                  "instructor an answer that rewrites lecture2's or torch's modules"),
+    "checkpoint_memory / best_segments": answers.Oracle(
+        returns="the numbers checkpoint_memory and best_segments return for each (L, segments, a, A) and (L, a, A)",
+        expected="the memory model s a + ceil(L/s) A on drawn sizes (in the test cell); against the bytes "
+                 "checkpoint_sequential saves on live blocks, measured in the check's own process (tolerance one "
+                 "layer input); best_segments against a brute-force search over s = 1..L (ties: the larger s)",
+        tampering="nothing but the returned numbers"),
+    "recompute_overhead": answers.Oracle(
+        returns="the float it returns for each (L, segments, T, d)",
+        expected="count_flops of a training step through live blocks under PyTorch's non-reentrant checkpoint "
+                 "over that of the plain step, counted in the check's own process on drawn sizes; the same count "
+                 "in closed form for real sizes",
+        tampering="nothing but the returned number"),
+}

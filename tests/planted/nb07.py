@@ -1,3 +1,4 @@
+import lecture2.exercises.checkpointing  # noqa: F401  (registers the checkpointing.* hints)
 from lecture2.checks import HINTS
 
 from . import Planted
@@ -25,43 +26,43 @@ MISTAKES = [
     Planted("ex07_checkpointed_stack", "no checkpoint at all", _STACK_HEAD + '''
     def forward(self, x):
         return self._span(x, 0, len(self.blocks))
-''', "没有 checkpoint"),
+''', HINTS["checkpointing.no_checkpoint"]),
     Planted("ex07_checkpointed_stack", "a checkpoint for every layer, segments ignored", _STACK_HEAD + '''
     def forward(self, x):
         for block in self.blocks:
             x = checkpoint(block, x, use_reentrant=False)
         return x
-''', "每一层都设了检查点"),
+''', HINTS["checkpointing.every_layer"]),
     Planted("ex07_checkpointed_stack", "segments taken as the segment length", _STACK_HEAD + '''
     def forward(self, x):
         n, size = len(self.blocks), self.segments
         for lo in range(0, n, size):
             x = checkpoint(self._span, x, lo, min(lo + size, n), use_reentrant=False)
         return x
-''', "不是每段的层数"),
+''', HINTS["checkpointing.segments_as_length"]),
     Planted("ex07_checkpointed_stack", "checkpoint_sequential: the last segment kept", _STACK_HEAD + '''
     def forward(self, x):
         return checkpoint_sequential(nn.Sequential(*self.blocks), self.segments, x, use_reentrant=False)
-''', "最后一段没有 checkpoint"),
+''', HINTS["checkpointing.last_segment_kept"]),
     Planted("ex07_checkpointed_stack", "use_reentrant=True recomputes a full forward", _STACK_HEAD + '''
     def forward(self, x):
         for lo, hi in self.spans:
             x = checkpoint(self._span, x, lo, hi, use_reentrant=True)
         return x
-''', "use_reentrant=True"),
+''', HINTS["checkpointing.reentrant"]),
     Planted("ex07_checkpointed_stack", "the remainder layers dropped", _STACK_HEAD + '''
     def forward(self, x):
         size = len(self.blocks) // self.segments
         for i in range(self.segments):
             x = checkpoint(self._span, x, i * size, (i + 1) * size, use_reentrant=False)
         return x
-''', "别漏掉余下的层"),
+''', HINTS["checkpointing.outputs_differ"]),
     Planted("ex07_checkpointed_stack", "segment inputs detached", _STACK_HEAD + '''
     def forward(self, x):
         for lo, hi in self.spans:
             x = checkpoint(self._span, x.detach(), lo, hi, use_reentrant=False)
         return x
-''', "不要 detach()"),
+''', HINTS["checkpointing.grads_differ"]),
     Planted("ex07_checkpointed_stack", "no ValueError for a bad segment count", '''
 class CheckpointedStack(nn.Module):
     def __init__(self, blocks, segments):
@@ -80,21 +81,21 @@ class CheckpointedStack(nn.Module):
         for lo, hi in self.spans:
             x = checkpoint(self._span, x, lo, hi, use_reentrant=False)
         return x
-''', "segments 必须在 1..L 之间"),
+''', HINTS["checkpointing.segments_range"]),
     Planted("ex07_checkpoint_memory", "no checkpointing: L layers of activations", '''
 def checkpoint_memory(n_layers, segments, layer_input_bytes, layer_activation_bytes):
     return n_layers * layer_activation_bytes
 
 def best_segments(n_layers, layer_input_bytes=1, layer_activation_bytes=1):
     return max(1, round(math.sqrt(n_layers * layer_activation_bytes / layer_input_bytes)))
-''', "没有考虑 checkpoint"),
+''', HINTS["checkpointing.memory_no_checkpoint"]),
     Planted("ex07_checkpoint_memory", "the recomputed segment forgotten", '''
 def checkpoint_memory(n_layers, segments, layer_input_bytes, layer_activation_bytes):
     return segments * layer_input_bytes
 
 def best_segments(n_layers, layer_input_bytes=1, layer_activation_bytes=1):
     return 1
-''', "忘了反向时重算的那一段"),
+''', HINTS["checkpointing.memory_no_recompute"]),
     Planted("ex07_checkpoint_memory", "L/s instead of ceil(L/s)", '''
 def checkpoint_memory(n_layers, segments, layer_input_bytes, layer_activation_bytes):
     return segments * layer_input_bytes + n_layers / segments * layer_activation_bytes
@@ -102,55 +103,87 @@ def checkpoint_memory(n_layers, segments, layer_input_bytes, layer_activation_by
 def best_segments(n_layers, layer_input_bytes=1, layer_activation_bytes=1):
     costs = {s: checkpoint_memory(n_layers, s, layer_input_bytes, layer_activation_bytes) for s in range(1, n_layers + 1)}
     return max(s for s in costs if costs[s] == min(costs.values()))
-''', "ceil(L/s)"),
+''', HINTS["checkpointing.memory_ceil"]),
     Planted("ex07_checkpoint_memory", "best_segments = sqrt(L) whatever A/a", '''
 def checkpoint_memory(n_layers, segments, layer_input_bytes, layer_activation_bytes):
     return segments * layer_input_bytes + math.ceil(n_layers / segments) * layer_activation_bytes
 
 def best_segments(n_layers, layer_input_bytes=1, layer_activation_bytes=1):
     return round(math.sqrt(n_layers))
-''', "sqrt(L) 只在每层激活"),
+''', HINTS["checkpointing.best_sqrt_l"]),
     Planted("ex07_checkpoint_memory", "the continuous optimum, not searched", '''
 def checkpoint_memory(n_layers, segments, layer_input_bytes, layer_activation_bytes):
     return segments * layer_input_bytes + math.ceil(n_layers / segments) * layer_activation_bytes
 
 def best_segments(n_layers, layer_input_bytes=1, layer_activation_bytes=1):
     return round(math.sqrt(n_layers * layer_activation_bytes / layer_input_bytes))
-''', "要在整数 s = 1..L 上搜索"),
+''', HINTS["checkpointing.best_search"]),
     Planted("ex07_checkpoint_memory", "a tie goes to fewer segments", '''
 def checkpoint_memory(n_layers, segments, layer_input_bytes, layer_activation_bytes):
     return segments * layer_input_bytes + math.ceil(n_layers / segments) * layer_activation_bytes
 
 def best_segments(n_layers, layer_input_bytes=1, layer_activation_bytes=1):
     return min(range(1, n_layers + 1), key=lambda s: checkpoint_memory(n_layers, s, layer_input_bytes, layer_activation_bytes))
-''', "有并列 (tie) 时取较大的"),
+''', HINTS["checkpointing.best_tie"]),
     Planted("ex07_recompute_overhead", "the lecture's 4/3 (no early stop)", '''
 def recompute_overhead(n_layers, segments, seq_len, d_model):
     return 4 / 3
-''', "讲义的上界 4/3"),
+''', HINTS["checkpointing.overhead_lecture"]),
     Planted("ex07_recompute_overhead", "the extra fraction instead of the ratio", '''
 def recompute_overhead(n_layers, segments, seq_len, d_model):
     f = n_layers * (24 * seq_len * d_model**2 + 4 * seq_len**2 * d_model)
     return (f - segments * 8 * seq_len * d_model**2) / (3 * f)
-''', "不是多出来的部分"),
+''', HINTS["checkpointing.overhead_extra"]),
     Planted("ex07_recompute_overhead", "one early stop for the whole stack", '''
 def recompute_overhead(n_layers, segments, seq_len, d_model):
     f = n_layers * (24 * seq_len * d_model**2 + 4 * seq_len**2 * d_model)
     return (4 * f - 8 * seq_len * d_model**2) / (3 * f)
-''', "每一段 (segment) 都早停一次"),
+''', HINTS["checkpointing.overhead_once"]),
     Planted("ex07_recompute_overhead", "every layer's down projection skipped", '''
 def recompute_overhead(n_layers, segments, seq_len, d_model):
     f = n_layers * (24 * seq_len * d_model**2 + 4 * seq_len**2 * d_model)
     return (4 * f - n_layers * 8 * seq_len * d_model**2) / (3 * f)
-''', "不是每一层的"),
+''', HINTS["checkpointing.overhead_every_layer"]),
     Planted("ex07_recompute_overhead", "the attention term forgotten", '''
 def recompute_overhead(n_layers, segments, seq_len, d_model):
     f = n_layers * 24 * seq_len * d_model**2
     return (4 * f - segments * 8 * seq_len * d_model**2) / (3 * f)
-''', "忘了注意力"),
+''', HINTS["checkpointing.overhead_attention"]),
     Planted("ex07_recompute_overhead", "forward only as the base", '''
 def recompute_overhead(n_layers, segments, seq_len, d_model):
     f = n_layers * (24 * seq_len * d_model**2 + 4 * seq_len**2 * d_model)
     return (2 * f - segments * 8 * seq_len * d_model**2) / f
 ''', HINTS["forward_only"]),
+]
+
+# usual mistakes the checks name, planted too
+MISTAKES += [
+    Planted("ex07_checkpointed_stack", "the blocks deep-copied", _STACK_HEAD.replace(
+        "self.blocks, self.segments = blocks, segments", "self.blocks, self.segments = copy.deepcopy(blocks), segments")
+        .replace("class CheckpointedStack", "import copy\n\nclass CheckpointedStack") + '''
+    def forward(self, x):
+        for lo, hi in self.spans:
+            x = checkpoint(self._span, x, lo, hi, use_reentrant=False)
+        return x
+''', HINTS["checkpointing.grads_differ"]),
+    Planted("ex07_checkpointed_stack", "not an nn.Module", '''
+class CheckpointedStack:
+    def __init__(self, blocks, segments):
+        if not 1 <= segments <= len(blocks):
+            raise ValueError(segments)
+        self.blocks = blocks
+
+    def __call__(self, x):
+        for block in self.blocks:
+            x = checkpoint(block, x, use_reentrant=False)
+        return x
+''', HINTS["checkpointing.not_module"]),
+    Planted("ex07_checkpoint_memory", "L // s instead of ceil(L/s)", '''
+def checkpoint_memory(n_layers, segments, layer_input_bytes, layer_activation_bytes):
+    return segments * layer_input_bytes + n_layers // segments * layer_activation_bytes
+
+def best_segments(n_layers, layer_input_bytes=1, layer_activation_bytes=1):
+    costs = {s: checkpoint_memory(n_layers, s, layer_input_bytes, layer_activation_bytes) for s in range(1, n_layers + 1)}
+    return max(s for s in costs if costs[s] == min(costs.values()))
+''', HINTS["checkpointing.memory_ceil"]),
 ]
