@@ -137,3 +137,31 @@ def test_after_too_many_deaths_the_checks_left_are_not_run(link):
         remote(link, "exits")()
     with pytest.raises(answers.AnswerUnavailable, match="stopped"):
         remote(link, "add")(1, 1)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from lecture2_grader.link import _clean_statuses  # noqa: E402
+
+anything = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+                        lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
+                        max_leaves=20)
+fields = st.fixed_dictionaries({}, optional={k: anything for k in ("index", "status", "seconds", "stdout", "ename",
+                                                                    "message", "line")})
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(anything, st.lists(st.one_of(fields, anything), max_size=4)))
+def test_whatever_a_process_reports_of_its_cells_comes_out_as_checked_fields(reply):
+    """The student's process's report on the cells it ran, whatever it sends: one entry per cell asked for, each
+    field of its type and bounded."""
+    cells = [{"index": 3}, {"index": 7}]
+    clean = _clean_statuses(reply, cells)
+    assert [c["index"] for c in clean] == [3, 7]
+    for c in clean:
+        assert c["status"] in ("ok", "error", "timeout", "not run") and type(c["seconds"]) is float
+        assert type(c["stdout"]) is str and len(c["stdout"]) <= 20_000
+        if c["status"] != "ok":
+            assert type(c["ename"]) is str and type(c["message"]) is str and (c["line"] is None or type(c["line"]) is int)
