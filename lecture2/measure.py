@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 import statistics
 import sys
 import time
@@ -19,7 +20,7 @@ from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
 __all__ = ["Timing", "SavedTensor", "LineTime", "SlowDataset", "benchmark", "count_flops", "flop_breakdown",
-           "model_files", "peak_memory", "peak_rss", "saved_bytes", "saved_tensors", "time_by_line"]
+           "frame_in_files", "model_files", "peak_memory", "peak_rss", "saved_bytes", "saved_tensors", "time_by_line"]
 
 
 def _check_callable(fn) -> None:
@@ -268,7 +269,8 @@ class LineTime:
 
 def model_files(model: torch.nn.Module) -> set[str]:
     """The source files of the `forward` methods of `model` and its submodules, PyTorch's own excluded:
-    the files whose lines `time_by_line` attributes time to (a class defined in a notebook counts too)."""
+    the files whose lines `time_by_line` attributes time to (a class defined in a notebook counts too). Full paths,
+    as the code objects name them; `frame_in_files` matches them with torch.profiler's stack frames."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model 应是 torch.nn.Module, 得到 {type(model).__name__}")
     files = set()
@@ -277,6 +279,21 @@ def model_files(model: torch.nn.Module) -> set[str]:
         if code is not None and not os.path.abspath(code.co_filename).startswith(_TORCH_DIR):
             files.add(code.co_filename)
     return files
+
+
+_FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): ")
+
+
+def frame_in_files(frame_name: str, files: set[str]) -> bool:
+    """Is a Python frame of torch.profiler's stacks (`with_stack=True`), named like "lecture2/models.py(95): forward",
+    in one of `files` (from `model_files`: full paths)? The profiler names a file relative to the entry of
+    sys.path (or of site-packages) it lies under, so a package's file reads "lecture2/models.py"; a file under no
+    such entry (a notebook's cell) keeps its full path."""
+    match = _FRAME.match(frame_name)
+    if match is None:
+        return False
+    path = match.group("file")
+    return any(f == path or f.endswith(os.sep + path) for f in files)
 
 
 def _model_line(files: set[str]):
@@ -296,8 +313,14 @@ def time_by_line(fn: Callable[[], object], model: torch.nn.Module, *, warmup: in
     the Python stack when it ran (the forward), or, for the backward, to the line that created the
     autograd node it belongs to. Returns one `LineTime` per line, largest first, per step (the median over
     `repeat` timed calls after `warmup`). The profiler's stacks (`with_stack=True`) name only the function
-    (its `def` line); this names the line. On CUDA each operator is followed by a synchronize, so the GPU
-    runs one kernel at a time: the split is right, the total is slower than a real step.
+    (its `def` line); this names the line.
+
+    Each operator's time includes what the instrument itself costs around it (its Python dispatch mode, the
+    stack walk): a few microseconds to tens of microseconds per operator, so lines that run many small operators
+    are inflated, on every device. On CUDA each operator is also synchronized before and after, so the CPU's
+    launches no longer overlap the GPU's work and each small kernel pays a full launch and wait: the total is
+    longer than a real step and the split leans towards lines of many small operators; for the GPU's own time
+    per operator read the profiler's CUDA time.
     """
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode

@@ -116,6 +116,9 @@ class Kernel:
         op = msg.get("op")
         if op == "run":
             return {"cells": self.run_cells(list(msg.get("cells") or []), float(msg.get("timeout", 120)))}
+        instrument = None
+        if op in ("observe", "session_open"):  # its module first: it may register the records its inputs use
+            instrument = answers.find_observer(str(msg.get("key")))
         args, kwargs = wire.decode(msg.get("args", [])), wire.decode(msg.get("kwargs", {"$d": []}))
         args = tuple(args) if isinstance(args, (list, tuple)) else ()
         kwargs = kwargs if isinstance(kwargs, dict) else {}
@@ -135,7 +138,6 @@ class Kernel:
         target = namespace[name]
         if op == "call":
             return {"ok": wire.encode(self._timed(target, args, kwargs, msg))}
-        instrument = answers.find_observer(str(msg.get("key")))
         if op == "observe":
             return {"ok": wire.encode(self._timed(instrument, (target, *args), kwargs, msg))}
         if op == "session_open":

@@ -4,8 +4,10 @@ tokens_affordable.
 Expected values are passed in by the test cell: reference numbers with their sources (the lecture, CS336,
 Megatron-LM, Llama 2), or, for drawn cases, the formula written in the cell's hidden region; parameter counts
 of real model sizes are measured here on the meta device. The usual wrong answers are named relative to the
-expected value. Every call of a student's function runs with the course's calculator (lecture2.estimate)
-switched off: these exercises ask for the formula, not for the calculator that already has it.
+expected value, each by its hint's key. Every answer is reached through lecture2.answers: an instrument beside
+it (`observe_without_calculator`) calls it with plain numbers while the course's calculator (lecture2.estimate)
+is switched off there, and returns what it returned and whether it called the calculator: these exercises ask
+for the formula, not for the calculator that already has it.
 """
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ from contextlib import contextmanager
 import torch
 
 import lecture2.estimate
-from lecture2 import checks, models
+from lecture2 import answers, checks, models
 
 _CALCULATOR_OFF = "这个练习不能调用 lecture2.estimate (the calculator)"
-CALCULATOR_HINT = "这是你自己写公式的练习：检查期间课程的计算器 lecture2.estimate 被关掉了，调用它的答案不得分。"
+checks.register_hints({
+    "cost.calculator": "这是你自己写公式的练习：检查期间课程的计算器 lecture2.estimate 被关掉了，调用它的答案不得分。",
+})
 
 
 @contextmanager
@@ -28,7 +32,8 @@ def calculator_off():
         raise RuntimeError("这个练习不能调用 lecture2.estimate (the calculator)：请用公式自己写 (write the formula yourself)。")
 
     saved = [(f, f.__code__) for f in vars(lecture2.estimate).values()
-             if getattr(f, "__module__", None) == "lecture2.estimate" and hasattr(f, "__code__")]
+             if getattr(f, "__module__", None) == "lecture2.estimate" and hasattr(f, "__code__")
+             and not f.__code__.co_freevars]  # a closure's code cannot be swapped for one without its cells
     try:
         for f, _ in saved:
             f.__code__ = switched_off.__code__
@@ -38,17 +43,28 @@ def calculator_off():
             f.__code__ = code
 
 
-def _call(fn, what: str, *args):
-    """fn(*args) with the calculator switched off; a call into it fails the case with its own hint."""
-    __tracebackhide__ = True
+@answers.observer
+def observe_without_calculator(fn, *args) -> dict:
+    """Beside the answer: fn(*args) with the course's calculator switched off. Returns what fn returned and whether
+    it called the calculator (an error of its own is raised, as the answer raised it)."""
     with calculator_off():
         try:
-            return fn(*args)
+            return {"returned": fn(*args), "calculator": False}
         except RuntimeError as err:
             if _CALCULATOR_OFF not in str(err):
                 raise
-    raise checks.CheckFailed(f"{what} 调用了 lecture2.estimate (the calculator)：{_CALCULATOR_OFF}，请用公式自己写。\n"
-                             f"提示 (hint): {CALCULATOR_HINT}", hint=CALCULATOR_HINT)
+    return {"returned": None, "calculator": True}
+
+
+def _call(fn, what: str, *args):
+    """fn(*args) beside the answer with the calculator switched off; a call into it fails the case with its hint."""
+    __tracebackhide__ = True
+    seen = answers.observe(observe_without_calculator, fn, *args)
+    if type(seen) is not dict or "returned" not in seen or "calculator" not in seen:
+        checks.fail(f"{what}: 答案所在的进程送回的不是检查要的观测 (observation)，而是 {type(seen).__name__}。")
+    if seen["calculator"] is not False:
+        checks.fail(f"{what} 调用了 lecture2.estimate (the calculator)：{_CALCULATOR_OFF}，请用公式自己写。", "cost.calculator")
+    return seen["returned"]
 
 
 def _args(*args) -> str:
@@ -141,3 +157,28 @@ def tokens_case(fn, budget: float, n: float, peak: float, mfu: float, price: flo
         checks.mistake("seconds_for_hours", want / 3600), checks.mistake("seconds_for_hours", want * 3600),
         checks.mistake("hours_for_days", want * 24), checks.mistake("mfu_forgotten", want / mfu),
     ])
+
+
+# How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
+_CALCULATOR_TAMPERING = ("the returned number, which is the answer asked for; the switch that turns the calculator "
+                         "off runs in the student's process, so an answer that restores lecture2.estimate there can "
+                         "use the calculator and still be scored on its numbers alone")
+ORACLE = {
+    "training_days": answers.Oracle(
+        returns="the float training_days returns for plain numbers, and whether it called lecture2.estimate",
+        expected="reference numbers with sources (the lecture's 9.6 days, CS336's 144 days, Megatron-LM's GPT-3), "
+                 "6ND / (GPUs × peak × MFU) on drawn runs, GPT-2 small's parameter count built on the meta device",
+        tampering=_CALCULATOR_TAMPERING),
+    "training_cost": answers.Oracle(
+        returns="the floats training_cost and cost_per_1k_tokens return for plain numbers, and whether they called "
+                "lecture2.estimate",
+        expected="reference numbers with sources (the lecture's $147k and $0.0000735 per 1K tokens, CS336's 70B), "
+                 "days × 24 × GPUs × price and cost / tokens × 1000 on drawn runs",
+        tampering=_CALCULATOR_TAMPERING),
+    "gpus_needed, tokens_affordable": answers.Oracle(
+        returns="the int gpus_needed and the float tokens_affordable return for plain numbers, and whether they "
+                "called lecture2.estimate",
+        expected="reference numbers with sources (the lecture's run, CS336, Megatron-LM, Llama 2's GPU-hours), "
+                 "ceil(6ND / (peak × MFU × days × 86400)) and budget / price × 3600 × peak × MFU / 6N on drawn runs",
+        tampering=_CALCULATOR_TAMPERING),
+}
