@@ -122,8 +122,8 @@ def _encode(value: object, depth: int, budget: list[int]) -> object:
             return {"$size": [int(v) for v in value]}
         if kind is torch.Tensor or kind is torch.nn.Parameter:
             return _encode_tensor(value, kind is torch.nn.Parameter)
-    key = f"{kind.__module__}:{kind.__qualname__}"
-    if _TRANSPORTABLE.get(key) is kind:
+    key = f"{getattr(kind, '__module__', '')}:{getattr(kind, '__qualname__', '')}"
+    if key in _TRANSPORTABLE and dataclasses.is_dataclass(value):  # by name: a reloaded module's class is the same record
         fields = {f.name: _encode(getattr(value, f.name), depth + 1, budget) for f in dataclasses.fields(value)}
         return {"$obj": [key, fields]}
     return {"$unsupported": [_type_name(value), _describe(value)]}
