@@ -22,6 +22,8 @@ from __future__ import annotations
 import builtins
 import importlib
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from . import wire
@@ -214,3 +216,51 @@ def kind_of(target) -> dict:
 
     return {"callable": callable(target), "class": inspect.isclass(target),
             "function": inspect.isfunction(target) or inspect.ismethod(target), "type": type(target).__name__}
+
+
+# ---- lecture2's own calculator and engines, switched off while an answer that must not use them runs
+
+CALCULATOR = ("lecture2.estimate", "lecture2.planner", "lecture2.network", "lecture2.parallel")
+OFF = "lecture2 instrument switched off"  # what a switched-off function raises (RuntimeError)
+
+
+def _instrument_off(*args, **kwargs):
+    raise RuntimeError("lecture2 instrument switched off: 这个练习要你自己写公式，检查时课程的计算器和引擎 "
+                       "(lecture2.estimate、planner、network、parallel ...) 被关掉了，调用它们会出错。")
+
+
+@contextmanager
+def instruments_off(module_names: tuple[str, ...] = CALCULATOR) -> Iterator[None]:
+    """While the block runs, every function and method defined in these lecture2 modules runs `_instrument_off`'s
+    code instead (wherever it was imported to): they hold the course's formulas, which some exercises ask a
+    student to write. Restored afterwards."""
+    swapped = []
+    try:
+        for name in module_names:
+            if not name.startswith("lecture2."):
+                raise ValueError(f"only lecture2's modules are switched off, not {name!r}")
+            module = importlib.import_module(name)
+            for obj in list(vars(module).values()):
+                for f in [obj] + (list(vars(obj).values()) if isinstance(obj, type) else []):
+                    if getattr(f, "__module__", None) == module.__name__ and hasattr(f, "__code__") \
+                            and not f.__code__.co_freevars:  # a closure's code cannot take one without its cells
+                        swapped.append((f, f.__code__))
+                        f.__code__ = _instrument_off.__code__
+        yield
+    finally:
+        for f, code in swapped:
+            f.__code__ = code
+
+
+@observer
+def without_instruments(fn, module_names: tuple[str, ...], *args, **kwargs) -> dict:
+    """fn(*args, **kwargs) with lecture2's modules `module_names` switched off beside the answer. What it saw:
+    {"returned": fn's value, "used": whether fn called a switched-off function} (another exception fn raises
+    goes to the check)."""
+    with instruments_off(tuple(module_names)):
+        try:
+            return {"returned": fn(*args, **kwargs), "used": False}
+        except RuntimeError as err:
+            if OFF not in str(err):
+                raise
+    return {"returned": None, "used": True}

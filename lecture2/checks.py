@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from . import wire
 from .answers import AnswerTimeout, AnswerUnavailable
 
-__all__ = ["CheckFailed", "Exercise", "HINTS", "Mistake", "exercise", "expect", "expect_close", "expect_equal",
-           "expect_type", "fail", "grading", "hint_key", "mistake", "register_hints"]
+__all__ = ["CheckFailed", "Exercise", "HINTS", "Mistake", "by_formula", "exercise", "expect", "expect_close",
+           "expect_equal", "expect_type", "fail", "grading", "hint_key", "mistake", "register_hints"]
 
 
 class CheckFailed(AssertionError):
@@ -175,6 +175,8 @@ HINTS: dict[str, str] = {
     "zero1_allreduce": "这是 PyTorch 的 ZeroRedundancyOptimizer 的做法 (DDP 的 all-reduce + 参数 broadcast = 3(n-1)/n)；论文的 ZeRO-1 用 reduce-scatter 梯度 + all-gather 参数，和 DDP 一样是 2(n-1)/n。",
     # any exercise
     "builtin_types": "返回值要是内置类型 (built-in types)，不是它们的子类或 numpy 标量。",
+    "calculator_off": "这是你自己写公式的练习：检查调用你的函数时，课程的计算器 (lecture2.estimate、planner 等) 被关掉了，"
+                      "调用它的答案不得分。",
     "replicated_floor": "ZeRO-1/2 里有一部分 (ZeRO-1 的参数和梯度，ZeRO-2 的参数) 每个 rank 都存完整的一份，不会随 n 变小：只有切开的部分除以 n。这部分本身放不下时，多少张卡都不够，应返回 None。",
 }
 
@@ -221,6 +223,21 @@ def fail(message: str, hint_key: str | None = None, *, what: str | None = None) 
     __tracebackhide__ = True
     hint = HINTS[hint_key] if hint_key else None
     raise CheckFailed(message + (f"\n提示 (hint): {hint}" if hint else ""), what=what, hint=hint, hint_key=hint_key)
+
+
+def by_formula(fn, *args, what: str, **kwargs):
+    """fn(*args, **kwargs), an answer that must compute a formula itself, called with the course's calculator
+    (lecture2.estimate, planner, network, parallel) switched off beside it: its value; calling the calculator
+    fails with the hint "calculator_off"."""
+    __tracebackhide__ = True
+    from . import answers
+
+    seen = answers.observe(answers.without_instruments, fn, answers.CALCULATOR, *args, **kwargs)
+    if type(seen) is not dict or "used" not in seen:
+        raise CheckFailed(f"{what}: 没有得到结果 (no observation came back)", what=what)
+    if seen["used"] is True:
+        fail(f"{what}: 你的函数调用了课程的计算器 (lecture2.estimate 等)。", "calculator_off", what=what)
+    return seen.get("returned")
 
 
 def grading() -> bool:

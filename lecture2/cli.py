@@ -8,6 +8,11 @@ Example (the lecture's §6: a 7B model on 2T tokens on 256 H100 at 40% MFU, $2.5
 
     python -m lecture2 estimate --params 7e9 --tokens 2e12 --gpu h100-sxm --gpus 256 --mfu 0.4 \\
         --usd-per-gpu-hour 2.5 [--shard zero3] [--json]
+
+and the same run planned on DGX H100 nodes, laid out as TP x PP x DP (lecture2.planner, docs/planning.md):
+
+    python -m lecture2 estimate --model lecture-7b --tokens 2e12 --gpus 256 --zero 3          # one layout
+    python -m lecture2 estimate --model llama3-405b --gpus 16384 --seq 8192 --batch-tokens 16777216 --search
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import sys
 
 import torch
 
-from . import estimate, fmt, hardware
+from . import estimate, fmt, hardware, planner
 
 __all__ = ["main"]
 
@@ -81,6 +86,21 @@ def _gpu(text: str) -> hardware.GPUSpec:
         raise argparse.ArgumentTypeError(f"unknown GPU {text!r}; known GPUs: {', '.join(hardware.known_gpus())}") from None
 
 
+def _model(text: str) -> planner.ModelShape:
+    try:
+        return planner.model(text.strip().lower())
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"unknown model {text!r}; known models: {', '.join(planner.MODELS)}") from None
+
+
+def _cluster(text: str) -> hardware.ClusterSpec:
+    try:
+        return hardware.cluster(text)
+    except hardware.UnknownGPU:
+        raise argparse.ArgumentTypeError(f"unknown cluster {text!r}; known clusters: "
+                                         f"{', '.join(hardware.known_clusters())}") from None
+
+
 def _count(x: float) -> str:
     """7e9 as "7e9", 1.5e13 as "1.5e13", 300 as "300"."""
     if x < 1e4:
@@ -136,13 +156,71 @@ def _run_estimate(args: argparse.Namespace, peak: float) -> dict:
     }
 
 
+def _cluster_for(args: argparse.Namespace) -> str:
+    """--cluster, or the cluster row whose GPU is --gpu."""
+    if args.cluster:
+        return args.cluster.name
+    rows = [c.name for c in hardware.CLUSTERS.values() if c.gpu == args.gpu.name]
+    if not rows:
+        args.parser.error(f"no cluster row has the GPU {args.gpu.name!r}; pass --cluster "
+                          f"({', '.join(hardware.known_clusters())})")
+    return rows[0]
+
+
+def _plan_inputs(args: argparse.Namespace) -> tuple[planner.ModelShape, planner.Run, planner.Layout | None]:
+    shape = args.model
+    if args.params_given:  # --params with --model: plan the model's shape with that many parameters (a round figure)
+        shape = planner.ModelShape(**{**shape.__dict__, "n_params_override": args.params})
+    try:
+        run = planner.Run(gpus=args.gpus, cluster=_cluster_for(args), seq_len=args.seq, batch_tokens=args.batch_tokens,
+                          tokens=args.tokens, recipe=args.recipe, reduce_dtype=args.reduce_dtype,
+                          compute_efficiency=args.compute_efficiency or args.mfu,
+                          usd_per_gpu_hour=args.usd_per_gpu_hour, activations=args.activations,
+                          overlap=not args.no_overlap, dtype=args.dtype)
+        layout = None if args.search else planner.Layout(
+            tp=args.tp, pp=args.pp, zero=args.zero, sp=args.sp, micro_batch=args.micro_batch, recompute=args.recompute,
+            hsdp=args.hsdp, virtual_stages=args.virtual_stages, fewer_layers_at_ends=args.fewer_layers_at_ends)
+    except (ValueError, KeyError) as err:
+        args.parser.error(str(err).strip("'\""))
+    return shape, run, layout
+
+
+def _plan_json(p: planner.Plan) -> dict:
+    return {"model": p.model.name, "n_params": p.model.n_params, "layout": dict(p.layout.__dict__), "dp": p.dp,
+            "micro_batches": p.micro_batches, "memory_per_gpu": p.memory, "memory_stage": p.memory_stage,
+            "gpu_memory_bytes": p.gpu_memory_bytes, "fits": p.fits, "comm": p.comm, "compute_s": p.compute_s,
+            "bubble_s": p.bubble_s, "optimizer_s": p.optimizer_s, "exposed_comm_s": p.exposed_comm_s,
+            "step_s": p.step_s, "mfu": p.mfu, "days": p.days, "cost_usd": p.cost_usd, "bottleneck": p.bottleneck()}
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
-    """Print the FLOPs, time, GPU-hours, cost and training memory of a run (or one JSON object)."""
+    """Print the FLOPs, time, GPU-hours, cost and training memory of a run (or one JSON object); with --model,
+    the run planned on a cluster as TP x PP x DP (one layout, or --search for the fastest that fit)."""
     try:
         peak = args.gpu.peak_flops(args.dtype)
     except ValueError as err:
         args.parser.error(str(err))
+    args.params_given = args.params is not None
+    if args.params is None:
+        if args.model is None:
+            args.parser.error("the following arguments are required: --params (or --model)")
+        args.params = args.model.n_params
+    if args.search and args.model is None:
+        args.parser.error("--search needs --model (a shape to lay out)")
     r = _run_estimate(args, peak)
+    planned = None
+    if args.model is not None:
+        shape, run, layout = _plan_inputs(args)
+        if args.search:
+            found = planner.search(shape, run, top=args.top)
+            r["search"] = [_plan_json(p) for p in found]
+            planned = found
+        else:
+            try:
+                planned = planner.plan(shape, run, layout)
+            except ValueError as err:
+                args.parser.error(str(err))
+            r["plan"] = _plan_json(planned)
     if args.json:
         print(json.dumps(r, indent=2))
         return 0
@@ -169,7 +247,22 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         print(f"  {name:<29}{m['bytes_per_param']:>11}{fmt.format_bytes(m['total_bytes'], digits=1):>10} |"
               + "".join(f"{fmt.format_bytes(per[k]) if per[k] else '0 B':>11}"
                         for k in ("weights", "gradients", "optimizer", "total"))
-              + f"  {fits} in {fmt.format_bytes(g.memory_bytes, digits=0)}")
+              + f"  {fits} in {fmt.format_bytes(g.memory_bytes, digits=1)}")
+    if planned is None:
+        return 0
+    print()
+    if args.search:
+        if not planned:
+            print(f"No layout of {args.model.name} fits on {args.gpus} GPUs with a batch of {args.batch_tokens:,} tokens.")
+            return 1
+        print(f"The {len(planned)} fastest layouts of {args.model.name} that fit on {args.gpus} GPUs "
+              f"({planned[0].run.cluster}; lecture2.planner, docs/planning.md):")
+        for i, p in enumerate(planned, 1):
+            print(f"  {i}. {p.summary()}")
+        print()
+        print(planned[0].report())
+    else:
+        print(planned.report())
     return 0
 
 
@@ -209,8 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Time = 6*N*D / (GPUs x dense peak x MFU); cost = time x GPUs x price (lecture 2, section 6).",
         epilog="example: python -m lecture2 estimate --params 7e9 --tokens 2e12 --gpu h100-sxm --gpus 256 "
                "--mfu 0.4 --usd-per-gpu-hour 2.5 --shard zero3")
-    est.add_argument("--params", type=_number("--params"), required=True, metavar="N",
-                     help="model parameters, e.g. 7e9")
+    est.add_argument("--params", type=_number("--params"), default=None, metavar="N",
+                     help="model parameters, e.g. 7e9 (with --model: the model's own count unless given)")
     est.add_argument("--tokens", type=_number("--tokens"), required=True, metavar="D",
                      help="training tokens, e.g. 2e12")
     est.add_argument("--gpu", type=_gpu, default="h100-sxm", metavar="NAME",
@@ -226,6 +319,41 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--shard", choices=list(estimate.SHARD_STAGES), default="zero3",
                      help="how the training state is divided among the GPUs for the per-GPU memory: none (DDP), "
                           "zero1 (optimizer states), zero2 (+ gradients), zero3 (+ weights, FSDP; the default)")
+    plan = est.add_argument_group(
+        "planning on a cluster (lecture2.planner)",
+        "With --model the run is also laid out on a cluster as tensor x pipeline x data parallelism: memory per GPU, "
+        "communication per step by kind, step time, MFU (with 6N + 12LdT FLOPs per token), days and cost.")
+    plan.add_argument("--model", type=_model, default=None, metavar="NAME",
+                      help=f"a model shape: {', '.join(planner.MODELS)}")
+    plan.add_argument("--cluster", type=_cluster, default=None, metavar="NAME",
+                      help=f"the nodes (default: the row with --gpu): {', '.join(hardware.known_clusters())}")
+    plan.add_argument("--tp", type=_number("--tp", integer=True), default=1, help="tensor-parallel GPUs per layer")
+    plan.add_argument("--pp", type=_number("--pp", integer=True), default=1, help="pipeline stages")
+    plan.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=1,
+                      help="ZeRO stage over the data-parallel GPUs (1: Megatron's distributed optimizer; 3: FSDP)")
+    plan.add_argument("--hsdp", action="store_true", help="ZeRO-3 inside a node, replicas across nodes")
+    plan.add_argument("--sp", action="store_true", help="sequence parallelism (needs --tp > 1)")
+    plan.add_argument("--micro-batch", type=_number("--micro-batch", integer=True), default=1, metavar="B",
+                      help="sequences per micro-batch")
+    plan.add_argument("--virtual-stages", type=_number("--virtual-stages", integer=True), default=1, metavar="V",
+                      help="interleaved 1F1B: model chunks per pipeline stage")
+    plan.add_argument("--fewer-layers-at-ends", type=int, default=0, metavar="K",
+                      help="the first and last pipeline stage hold K layers fewer (Llama 3: 1)")
+    plan.add_argument("--recompute", choices=estimate.RECOMPUTE, default="none", help="activation recomputation")
+    plan.add_argument("--seq", type=_number("--seq", integer=True), default=4096, help="sequence length (default 4096)")
+    plan.add_argument("--batch-tokens", type=_number("--batch-tokens", integer=True), default=4 * 2**20,
+                      metavar="TOKENS", help="tokens per step, all GPUs together (default 4M, Llama 2's)")
+    plan.add_argument("--recipe", choices=list(estimate.MEMORY_RECIPES), default="bf16 mixed Adam",
+                      help="bytes per parameter of the training state (default the lecture's 2 + 2 + 12)")
+    plan.add_argument("--reduce-dtype", choices=("fp32", "bf16"), default="fp32",
+                      help="the gradients' collectives (default fp32: Megatron's main_grad, torchtitan's default)")
+    plan.add_argument("--activations", choices=estimate.ACTIVATION_CONVENTIONS, default="course",
+                      help="course: notebook 06's accounting (fused attention, no dropout); korthikanti: sbh(34 + 5as/h)")
+    plan.add_argument("--compute-efficiency", type=_number("--compute-efficiency", at_most_one=True), default=None,
+                      metavar="E", help="fraction of peak the matmuls reach while computing (default: --mfu)")
+    plan.add_argument("--no-overlap", action="store_true", help="no communication hidden behind compute")
+    plan.add_argument("--search", action="store_true", help="try every layout; print the fastest that fit")
+    plan.add_argument("--top", type=_number("--top", integer=True), default=5, help="layouts --search prints")
     est.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     est.set_defaults(func=cmd_estimate, parser=est)
     prof = sub.add_parser(

@@ -16,7 +16,18 @@ Engines (`Job.engine`):
     fsdp2            torch fully_shard (FSDP2, ZeRO-3): one unit per TransformerBlock plus the root, defaults
     fsdp2_keep       the same with reshard_after_forward=False: one all-gather per step instead of two
                      (ZeRO-2's communication; the parameters are still sharded between steps)
-    textbook         lecture2.zero.ZeroEngine: ZeRO stage 0-3 exactly as the paper counts it, any recipe
+    textbook         lecture2.zero.ZeroEngine: ZeRO stage 0-3 exactly as the paper counts it, any recipe; the
+                     gradients reduced in `reduce_dtype` ("float32" as Megatron and torchtitan), stages 2-3 in
+                     buckets of `bucket_bytes` during backward
+    tp               lecture2.parallel.TensorParallelBlock: one TransformerBlock of the model's shape split
+                     Megatron-style over the ranks (column/row parallel, optionally sequence parallel); one
+                     forward + backward, compared with the whole block run on each rank
+    collectives      no model: all_reduce / all_gather / reduce_scatter of messages of `sizes` bytes, timed
+                     (for fitting the network model's latency and bandwidth, lecture2.network.fit)
+
+`peak=True` also measures the most memory a rank uses during its last step: on CUDA the caching allocator's
+peak, on Linux CPUs glibc's bytes in use (mallinfo2) sampled after every aten op of the step; reported as the
+bytes held before the step plus the largest rise during it.
 
 The group: gloo over 127.0.0.1 on CPU; NCCL, one GPU per rank, when CUDA has at least as many GPUs as
 ranks (a single-GPU machine runs the CPU group). Rank 0 binds a free port (port 0, no race) and hands it to
@@ -46,6 +57,8 @@ from pathlib import Path
 __all__ = ["ENGINES", "DistributedError", "Group", "Job", "JobResult", "default_backend", "run"]
 
 ENGINES = {
+    "tp": "lecture2.parallel.TensorParallelBlock (Megatron's column/row split of one TransformerBlock)",
+    "collectives": "timed all_reduce / all_gather / reduce_scatter of given sizes",
     "ddp": "torch DistributedDataParallel",
     "zero_redundancy": "torch ZeroRedundancyOptimizer (ZeRO-1 by whole tensors) over DDP",
     "fsdp2": "torch fully_shard (FSDP2 = ZeRO-3)",
@@ -83,18 +96,42 @@ class Job:
     timing: int = 0
     lr: float = 1e-3
     seed: int = 0
+    reduce_dtype: str | None = None  # textbook: "float32" reduces the gradients in fp32; None: the model dtype
+    bucket_bytes: int | None = None  # textbook stages 2-3: gradient buckets (None: one, the whole buffer)
+    peak: bool = False  # also measure the most memory a rank uses during the last step
+    sequence_parallel: bool = False  # tp: Megatron's sequence parallelism
+    sizes: tuple = ()  # collectives: message sizes in bytes
+    ops: tuple = ("all_reduce", "all_gather", "reduce_scatter")  # collectives: which ones
     fail_rank: int | None = None  # tests only: this rank fails after its first step (the others wait in a collective)
     fail_hard: bool = False  # tests only: ... by dying at once (os._exit), without a traceback
 
     def __post_init__(self):
+        object.__setattr__(self, "sizes", tuple(self.sizes))  # lists after a JSON round trip
+        object.__setattr__(self, "ops", tuple(self.ops))
         if self.engine not in ENGINES:
             raise ValueError(f"未知的 engine {self.engine!r}; known: {', '.join(ENGINES)}")
         if self.stage not in (0, 1, 2, 3):
             raise ValueError(f"stage 应是 0, 1, 2 或 3, 得到 {self.stage!r}")
         if self.recipe not in RECIPES:
             raise ValueError(f"未知的 recipe {self.recipe!r}; known: {', '.join(RECIPES)}")
-        if self.engine != "textbook" and (self.stage != 0 or self.recipe != "fp32_adam"):
-            raise ValueError(f"stage 和 recipe 只用于 engine='textbook'; {self.engine!r} 训练 fp32 Adam")
+        if self.engine not in ("textbook", "tp") and (self.stage != 0 or self.recipe != "fp32_adam"):
+            raise ValueError(f"stage 和 recipe 只用于 engine='textbook' (recipe 也用于 'tp'); "
+                             f"{self.engine!r} 训练 fp32 Adam")
+        if self.engine != "textbook" and (self.reduce_dtype is not None or self.bucket_bytes is not None):
+            raise ValueError("reduce_dtype 和 bucket_bytes 只用于 engine='textbook'")
+        if self.reduce_dtype not in (None, "float32"):
+            raise ValueError(f"reduce_dtype 应是 None (模型的 dtype) 或 'float32', 得到 {self.reduce_dtype!r}")
+        if self.bucket_bytes is not None and (not isinstance(self.bucket_bytes, int) or isinstance(self.bucket_bytes, bool)
+                                              or self.bucket_bytes < 1):
+            raise ValueError(f"bucket_bytes 应是正整数或 None, 得到 {self.bucket_bytes!r}")
+        if self.engine == "collectives":
+            if not self.sizes or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 4 for n in self.sizes):
+                raise ValueError(f"collectives 需要 sizes: 每个 >= 4 bytes 的整数, 得到 {self.sizes!r}")
+            bad = [op for op in self.ops if op not in ("all_reduce", "all_gather", "reduce_scatter")]
+            if bad or not self.ops:
+                raise ValueError(f"ops 应是 all_reduce / all_gather / reduce_scatter, 得到 {self.ops!r}")
+        if self.sequence_parallel and self.engine != "tp":
+            raise ValueError("sequence_parallel 只用于 engine='tp'")
         for name in ("batch", "seq", "steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -109,6 +146,12 @@ class Job:
         config = GPTConfig(**self.model)  # a bad config fails here, not in a worker
         if self.seq > config.block_size:
             raise ValueError(f"seq={self.seq} 超过 block_size={config.block_size}")
+        if self.engine == "tp" and self.n_ranks is not None:
+            t, d_ff = self.n_ranks, config.d_ff or 4 * config.d_model
+            if config.n_head % t or config.d_model % t or d_ff % t:
+                raise ValueError(f"tp 的 {t} 个 rank 要整除 n_head={config.n_head}、d_model={config.d_model}、d_ff={d_ff}")
+            if self.sequence_parallel and self.seq % t:
+                raise ValueError(f"sequence_parallel: seq={self.seq} 要被 {t} 整除")
 
 
 @dataclass
@@ -543,7 +586,11 @@ class _TextbookEngine:
     def __init__(self, job: Job, model, group, lr: float):
         from .zero import ZeroEngine
 
-        self.engine = ZeroEngine(model, job.stage, job.recipe, lr=lr, group=group)
+        import torch
+
+        reduce_dtype = None if job.reduce_dtype is None else getattr(torch, job.reduce_dtype)
+        self.engine = ZeroEngine(model, job.stage, job.recipe, lr=lr, group=group, reduce_dtype=reduce_dtype,
+                                 bucket_bytes=job.bucket_bytes)
         self.model = model
 
     def step(self, loss_fn) -> float:
@@ -556,7 +603,8 @@ class _TextbookEngine:
         return self.engine.full_parameters()
 
 
-def _median_seconds(fn, repeat: int, sync) -> float:
+def _timed(fn, repeat: int, sync) -> list[float]:
+    """Wall-clock seconds of `repeat` calls of fn, each between two synchronizations."""
     times = []
     for _ in range(repeat):
         sync()
@@ -564,7 +612,64 @@ def _median_seconds(fn, repeat: int, sync) -> float:
         fn()
         sync()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
+
+
+def _median_seconds(fn, repeat: int, sync) -> float:
+    return statistics.median(_timed(fn, repeat, sync))
+
+
+def _in_use_bytes():
+    """glibc's bytes in use by malloc (small blocks + mmapped ones), or None where there is no mallinfo2."""
+    import ctypes
+
+    global _MALLINFO
+    if _MALLINFO is None:
+        class Info(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                       "fsmblks", "uordblks", "fordblks", "keepcost")]
+        try:
+            libc = ctypes.CDLL(None)
+            libc.mallinfo2.restype = Info
+            _MALLINFO = libc.mallinfo2
+        except (OSError, AttributeError):
+            _MALLINFO = False
+    if not _MALLINFO:
+        return None
+    info = _MALLINFO()
+    return int(info.uordblks + info.hblkhd)
+
+
+_MALLINFO = None
+
+
+def _peak_watch():
+    """A TorchDispatchMode that records the most bytes in use after any aten op while it is active, per phase
+    (`phase(name)` starts one; lecture2.zero's engine announces its phases)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PeakWatch(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.start = _in_use_bytes()
+            self.current = "step"
+            self.peaks = {}
+
+        def phase(self, name: str) -> None:
+            self.current = name
+            self._sample()
+
+        def _sample(self) -> None:
+            now = _in_use_bytes()
+            if now is not None and now > self.peaks.get(self.current, -1):
+                self.peaks[self.current] = now
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self._sample()
+            return out
+
+    return PeakWatch()
 
 
 def _run_job(job: Job, group, device, backend: str) -> dict:
@@ -573,6 +678,10 @@ def _run_job(job: Job, group, device, backend: str) -> dict:
 
     from . import measure, models
 
+    if job.engine == "tp":
+        return _run_tp(job, group, device)
+    if job.engine == "collectives":
+        return _run_collectives(job, group, device)
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     config = models.GPTConfig(**job.model)
     torch.manual_seed(job.seed)  # the same initial model on every rank
@@ -604,9 +713,25 @@ def _run_job(job: Job, group, device, backend: str) -> dict:
         if last:
             dist.barrier(group=group)
             sync()
+            held_before = _held(engine.held())
+            watch = None
+            if job.peak and cuda:
+                torch.cuda.reset_peak_memory_stats(device)
+                start_cuda = torch.cuda.memory_allocated(device)
+            elif job.peak:
+                watch = _peak_watch()
             written = _written_bytes()
             log.start()
-        losses.append(engine.step(loss_fn))
+        if last and watch is not None:
+            inner = getattr(engine, "engine", None)  # lecture2.zero's engine names its phases
+            if inner is not None:
+                inner.on_phase = watch.phase
+            with watch:
+                losses.append(engine.step(loss_fn))
+            if inner is not None:
+                inner.on_phase = None
+        else:
+            losses.append(engine.step(loss_fn))
         if last:
             sync()
             calls = log.stop()
@@ -616,11 +741,24 @@ def _run_job(job: Job, group, device, backend: str) -> dict:
     report = {"rank": rank, "world": world, "n_params": n_params, "held": held, "losses": losses,
               "collectives": calls, "wire_bytes": wire,
               "cuda_allocated": torch.cuda.memory_allocated(device) if cuda else None}
+    if job.peak:
+        before = sum(v for k, v in held_before.items() if k != "step_counters")
+        phases = {}
+        if cuda:
+            rise, how = torch.cuda.max_memory_allocated(device) - start_cuda, "torch.cuda.max_memory_allocated"
+        elif watch is not None and watch.start is not None:
+            phases = {name: before + peak - watch.start for name, peak in watch.peaks.items()}
+            rise, how = max(watch.peaks.values()) - watch.start, "glibc mallinfo2 after every aten op"
+        else:
+            rise, how = None, "not measured here (no CUDA, no glibc mallinfo2)"
+        report["peak"] = {"held_before": before, "rise": rise, "bytes": None if rise is None else before + rise,
+                          "phases": phases, "how": how}
 
     if job.timing:
         repeat = job.timing
         dist.barrier(group=group)
-        report["step_s"] = _median_seconds(lambda: engine.step(loss_fn), repeat, sync)
+        report["step_samples"] = _timed(lambda: engine.step(loss_fn), repeat, sync)
+        report["step_s"] = statistics.median(report["step_samples"])
         # the step's forward + backward (the FLOPs MFU counts) on a private copy: no communication, no optimizer.
         # The copy holds the engine's trained values: a CPU can take many times longer on the tiny (denormal)
         # numbers a freshly initialised model's backward makes, so fresh weights would time other work.
@@ -641,7 +779,8 @@ def _run_job(job: Job, group, device, backend: str) -> dict:
 
         local_step()
         dist.barrier(group=group)
-        report["compute_s"] = _median_seconds(local_step, repeat, sync)
+        report["compute_samples"] = _timed(local_step, repeat, sync)
+        report["compute_s"] = statistics.median(report["compute_samples"])
         report["flops"] = measure.count_flops(lambda: loss_fn(local).backward())
         # the last step's collectives alone, in the same order and sizes
         buffers = [(c["op"], torch.zeros(max(c["numel"], 1), dtype=getattr(torch, c["dtype"]), device=device))
@@ -652,10 +791,113 @@ def _run_job(job: Job, group, device, backend: str) -> dict:
                 _replay(op, t, group, world)
 
         dist.barrier(group=group)
-        report["comm_s"] = _median_seconds(replay, repeat, sync)
+        report["comm_samples"] = _timed(replay, repeat, sync)
+        report["comm_s"] = statistics.median(report["comm_samples"])
     report["checksum"] = float(engine.full_parameters().abs().sum())
     dist.barrier(group=group)
     return report
+
+
+def _run_tp(job: Job, group, device) -> dict:
+    """One forward + backward of a TransformerBlock split over the group (lecture2.parallel), beside the whole block."""
+    import torch
+    import torch.distributed as dist
+
+    from . import measure, models, parallel
+    from .zero import RECIPES as zero_recipes
+
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    config = models.GPTConfig(**job.model)
+    dtype = zero_recipes[job.recipe][0]
+    torch.manual_seed(job.seed)  # the same whole block on every rank
+    block = models.TransformerBlock(config.d_model, config.n_head, config.d_ff, config.bias, config.norm,
+                                    config.fused_attention).to(device=device, dtype=dtype)
+    tp = parallel.TensorParallelBlock(block, group, sequence_parallel=job.sequence_parallel)
+    gen = torch.Generator().manual_seed(1000 + job.seed)  # the same input and output gradient on every rank
+    x = torch.randn(job.batch, job.seq, config.d_model, generator=gen).to(device=device, dtype=dtype)
+    g = torch.randn(job.batch, job.seq, config.d_model, generator=gen).to(device=device, dtype=dtype)
+
+    def local(z):  # this rank's input in the block's layout: all of it, or (SP) its part of the sequence
+        if not job.sequence_parallel:
+            return z
+        part = job.seq // world
+        return z.transpose(0, 1)[rank * part:(rank + 1) * part].contiguous()  # (T/t, B, d)
+
+    # backward from the scalar <output, g> rather than output.backward(g): the same gradients, and a first
+    # Tensor.backward(gradient) costs a third of a second of one-time setup in every fresh process
+    ref_in = x.clone().requires_grad_(True)
+    ref_out = block(ref_in)
+    (ref_out * g).sum().backward()
+    tp_in = local(x).clone().requires_grad_(True)
+    for _ in range(job.steps - 1):  # warm-up steps (gloo's first calls set up their buffers)
+        (tp(local(x)) * local(g)).sum().backward()
+        for q in tp.parameters():
+            q.grad = None
+    dist.barrier(group=group)
+    _LOG.start()
+    out = tp(tp_in)
+    (out * local(g)).sum().backward()
+    tp.sync_replicated_grads()
+    calls = _LOG.stop()
+
+    def error(a, b) -> float:
+        return float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
+
+    errors = {"output": error(out, local(ref_out.detach())), "input_grad": error(tp_in.grad, local(ref_in.grad))}
+    d, ff = config.d_model, tp.up.out_features
+    whole = {"qkv": block.attention.qkv.weight.grad[parallel.column_rows(d, config.n_head, world, rank)],
+             "proj": block.attention.proj.weight.grad[:, parallel.shard_of(d, world, rank)],
+             "up": block.ffn.up.weight.grad[rank * ff:(rank + 1) * ff],
+             "down": block.ffn.down.weight.grad[:, rank * ff:(rank + 1) * ff],
+             "norm1": block.norm1.weight.grad, "norm2": block.norm2.weight.grad}
+    mine = {"qkv": tp.qkv.weight.grad, "proj": tp.proj.weight.grad, "up": tp.up.weight.grad,
+            "down": tp.down.weight.grad, "norm1": tp.norm1.weight.grad, "norm2": tp.norm2.weight.grad}
+    errors["weight_grads"] = max(error(mine[k], whole[k]) for k in whole)
+    saved = measure.saved_bytes(lambda: tp(local(x).requires_grad_(True)), exclude=tp.parameters())
+    whole_saved = measure.saved_bytes(lambda: block(x.clone().requires_grad_(True)), exclude=block.parameters())
+    params = list(dict.fromkeys(tp.parameters()))
+    report = {"rank": rank, "world": world, "collectives": calls, "errors": errors,
+              "held": {"params": _held({"params": params})["params"]},
+              "n_params": sum(q.numel() for q in params),
+              "block_params": sum(q.numel() for q in block.parameters()),
+              "replicated_params": sum(q.numel() for q in tp.replicated_parameters()),
+              "saved_bytes": saved, "block_saved_bytes": whole_saved, "dtype": str(dtype).removeprefix("torch.")}
+    dist.barrier(group=group)
+    return report
+
+
+def _run_collectives(job: Job, group, device) -> dict:
+    """Time each op of job.ops on each size of job.sizes (fp32 messages), `job.timing` times (default 5)."""
+    import torch
+    import torch.distributed as dist
+
+    world = dist.get_world_size(group)
+    repeat = job.timing or 5
+    cuda = device.type == "cuda"
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    rows = []
+    for op in job.ops:
+        for nbytes in job.sizes:
+            n = max(world, nbytes // 4 // world * world)  # fp32 elements, divisible by the ranks
+            whole = torch.zeros(n, device=device)
+            part = torch.zeros(n // world, device=device)
+            if op == "all_reduce":
+                run = lambda: dist.all_reduce(whole, group=group)  # noqa: E731
+            elif op == "all_gather":
+                run = lambda: dist.all_gather_into_tensor(whole, part, group=group)  # noqa: E731
+            else:
+                run = lambda: dist.reduce_scatter_tensor(part, whole, group=group)  # noqa: E731
+            for _ in range(2):  # warm-up: gloo sets up its buffers for a new size
+                run()
+            dist.barrier(group=group)
+            samples = _timed(run, repeat, sync)
+            rows.append({"op": op, "bytes": n * 4, "seconds": statistics.median(samples), "samples": samples})
+    dist.barrier(group=group)
+    return {"rank": dist.get_rank(group), "world": world, "timings": rows}
 
 
 def _replay(op: str, t, group, world: int) -> None:

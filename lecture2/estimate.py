@@ -4,10 +4,16 @@ The lecture's §6 in code. Units are in every name and docstring: FLOPs (a count
 GPU-hours, US dollars, bytes. Nothing here measures anything; `python -m lecture2 estimate` prints it.
 
     total FLOPs   = 6 * N * D                       (N parameters, D training tokens; lecture §3.2)
+    per token     = 6 * N + 12 * L * d * T          (with attention: PaLM, Chowdhery et al. 2022, App. B; notebook 05)
     time (s)      = total FLOPs / (GPUs * peak FLOP/s * MFU)   (lecture §6.1)
     cost (USD)    = time (h) * GPUs * USD per GPU-hour          (lecture §6.3)
     bytes per GPU = weights + gradients + optimizer states, each divided by the GPUs that share it
                     (ZeRO stages, Rajbhandari et al. 2020; notebook 10)
+    activations   = per layer, tensor by tensor as notebook 06 counts them (fused attention, no dropout), or
+                    Korthikanti et al. 2022's sbh(34 + 5as/h) family (explicit attention with dropout), both with
+                    tensor and sequence parallelism and recomputation (`activation_bytes_per_layer`)
+
+A whole run laid out over TP x PP x DP, with the network, is `lecture2.planner`.
 """
 from __future__ import annotations
 
@@ -15,9 +21,11 @@ import math
 import numbers
 from dataclasses import dataclass
 
-__all__ = ["MEMORY_RECIPES", "MemoryRecipe", "SECONDS_PER_DAY", "SECONDS_PER_HOUR", "SHARD_STAGES",
-           "cost_per_1k_tokens_usd", "cost_usd", "gpu_hours", "sharded_memory_bytes", "training_flops",
-           "training_memory_bytes", "training_seconds"]
+__all__ = ["ACTIVATION_CONVENTIONS", "MEMORY_RECIPES", "MemoryRecipe", "RECOMPUTE", "SECONDS_PER_DAY",
+           "SECONDS_PER_HOUR", "SHARD_STAGES", "activation_bytes_per_layer", "activation_terms",
+           "cost_per_1k_tokens_usd", "cost_usd", "flops_per_token", "gpu_hours", "korthikanti_bytes_per_layer",
+           "sharded_memory_bytes",
+           "training_flops", "training_memory_bytes", "training_seconds"]
 
 SECONDS_PER_HOUR = 3600
 SECONDS_PER_DAY = 24 * SECONDS_PER_HOUR
@@ -47,6 +55,17 @@ def training_flops(n_params: float, n_tokens: float) -> float:
     weights). Attention scores and recomputation (activation checkpointing) are not included.
     """
     return 6 * _positive(n_params, "n_params") * _positive(n_tokens, "n_tokens")
+
+
+def flops_per_token(n_params: float, n_layers: int = 0, d_model: int = 0, seq_len: int = 0) -> float:
+    """Training FLOPs per token (a count): 6N for the weights' matmuls, plus 12·L·d·T for attention's two
+    matmuls (QK^T and softmax·V, forward and backward, the full T x T square as PaLM and the FLOP counter count
+    it; Chowdhery et al. 2022, App. B, with H·Q = d). Without a shape (L = d = T = 0) it is the lecture's 6N;
+    at T = 4096 on Llama 2 7B's shape the attention term adds 15%."""
+    n = _positive(n_params, "n_params")
+    for value, what in ((n_layers, "n_layers"), (d_model, "d_model"), (seq_len, "seq_len")):
+        _positive(value, what, allow_zero=True)
+    return 6 * n + 12 * n_layers * d_model * seq_len
 
 
 def training_seconds(total_flops: float, n_gpus: int, peak_flops_per_s: float, mfu: float) -> float:
@@ -146,3 +165,113 @@ def sharded_memory_bytes(n_params: float, n_gpus: int, shard: str = "zero3",
     per_gpu = {k: v / n_gpus if k in SHARD_STAGES[shard] else v for k, v in parts.items()}
     per_gpu["total"] = sum(per_gpu.values())
     return per_gpu
+
+
+# --- activations per layer --------------------------------------------------------------------------------------
+ACTIVATION_CONVENTIONS = ("course", "korthikanti")
+RECOMPUTE = ("none", "selective", "full")
+_FFNS = ("gelu", "swiglu")
+
+
+def activation_terms(seq_len: int, micro_batch: int, d_model: int, n_heads: int, *, d_ff: int | None = None,
+                     ffn: str = "gelu", kv_heads: int | None = None, dtype_bytes: int = 2, tp: int = 1,
+                     sp: bool = False, recompute: str = "none", norm_kernel: str = "cuda") -> dict[str, float]:
+    """Bytes autograd keeps for backward in one pre-norm Transformer layer, tensor by tensor, as notebook 06
+    counts them (its exercises 4-5, checked there byte for byte against `measure.saved_bytes`): fused attention
+    (FlashAttention keeps q, k, v, its output and one fp32 log-sum-exp per row and head, never the T x T matrix),
+    no dropout (the course's models and Llama have none), RMSNorm.
+
+    Per token, h = d_model, f = d_ff (default 4h), p = dtype_bytes:
+        norm inputs      2 norms: x in the model dtype + fp32 rstd (CUDA's fused RMSNorm, measured on an H200 in
+                         notebook 06); norm_kernel="cpu": fp32 x and x·rstd + rstd, as PyTorch's CPU kernel keeps
+        norm outputs     2·h·p (the inputs of the QKV and up projections)
+        q, k, v          (h + 2·kv_heads·h/n_heads)·p  (grouped-query attention: fewer k, v heads)
+        attention out    h·p (the output projection's input)
+        log-sum-exp      n_heads · 4
+        FFN              gelu: up output and GELU output, 2·f·p; swiglu: gate, up, silu(gate) and their
+                         product, 4·f·p
+    Tensor parallelism (tp = t) divides what lies between a column- and a row-parallel layer (q, k, v, attention
+    out, log-sum-exp, FFN) by t; the norms' tensors stay whole on every rank unless sequence parallelism (sp)
+    divides them along the sequence too (Korthikanti et al. 2022, §4.2.2: the linear layers keep their input
+    sharded and gather it again in backward). recompute="full" keeps only the layer's input, h·p per token;
+    "selective" (recompute the attention core, Korthikanti §5) keeps the same as "none" here: a fused kernel
+    already recomputes its attention weights in backward, there is no T^2 term left to drop.
+
+    Returns {term: bytes for the whole micro-batch of seq_len x micro_batch tokens}.
+    """
+    s, b, h, a = (_count(seq_len, "seq_len"), _count(micro_batch, "micro_batch"), _count(d_model, "d_model"),
+                  _count(n_heads, "n_heads"))
+    f = _count(d_ff if d_ff is not None else 4 * h, "d_ff")
+    kv = _count(kv_heads if kv_heads is not None else a, "kv_heads")
+    p, t = _count(dtype_bytes, "dtype_bytes"), _count(tp, "tp")
+    if ffn not in _FFNS:
+        raise ValueError(f"ffn 应是 {_FFNS} 之一, 得到 {ffn!r}")
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"recompute 应是 {RECOMPUTE} 之一, 得到 {recompute!r}")
+    if norm_kernel not in ("cuda", "cpu"):
+        raise ValueError(f"norm_kernel 应是 'cuda' 或 'cpu', 得到 {norm_kernel!r}")
+    if h % a or a % kv:
+        raise ValueError(f"d_model ({h}) 要被 n_heads ({a}) 整除, n_heads 要被 kv_heads ({kv}) 整除")
+    tokens = s * b
+    whole = t if sp else 1  # the norms' tensors: whole on each TP rank, or divided along the sequence (SP)
+    if recompute == "full":
+        return {"layer input (kept for recomputation)": tokens * h * p / whole}
+    norm_each = (2 * h + 1) * 4 if norm_kernel == "cpu" else h * p + 4
+    kv_width = 2 * kv * (h // a)
+    terms = {
+        "norm inputs and rstd (2 norms)": tokens * 2 * norm_each / whole,
+        "norm outputs (inputs of QKV and up)": tokens * 2 * h * p / whole,
+        "q, k, v": tokens * (h + kv_width) * p / t,
+        "attention output": tokens * h * p / t,
+        "log-sum-exp (fp32)": tokens * a * 4 / t,
+        "FFN": tokens * (2 if ffn == "gelu" else 4) * f * p / t,
+    }
+    return terms
+
+
+def korthikanti_bytes_per_layer(seq_len: int, micro_batch: int, d_model: int, n_heads: int, *, tp: int = 1,
+                                sp: bool = False, recompute: str = "none") -> float:
+    """Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", §4-5), bytes per
+    layer for 16-bit activations with dropout and explicit attention (the T x T scores, softmax and dropout kept):
+
+        no parallelism          sbh(34 + 5as/h)
+        tensor parallel (t)     sbh(10 + 24/t + 5as/(ht))
+        + sequence parallel     sbh(34 + 5as/h) / t
+        selective recompute     sbh(10 + 24/t), with SP 34·sbh/t   (the 5as/h attention-core term recomputed)
+        full recompute          2·sbh (the layer's input), with SP 2·sbh/t
+    """
+    s, b, h, a = (_count(seq_len, "seq_len"), _count(micro_batch, "micro_batch"), _count(d_model, "d_model"),
+                  _count(n_heads, "n_heads"))
+    t = _count(tp, "tp")
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"recompute 应是 {RECOMPUTE} 之一, 得到 {recompute!r}")
+    sbh = s * b * h
+    attention_core = 5 * a * s / h
+    if recompute == "full":
+        return 2 * sbh / (t if sp else 1)
+    if recompute == "selective":
+        attention_core = 0
+    if sp:
+        return sbh * (34 + attention_core) / t
+    return sbh * (10 + 24 / t + attention_core / t)
+
+
+def activation_bytes_per_layer(seq_len: int, micro_batch: int, d_model: int, n_heads: int, *,
+                               convention: str = "course", **options) -> float:
+    """Bytes one layer keeps for backward for a micro-batch of `micro_batch` sequences of `seq_len` tokens:
+    convention="course" sums `activation_terms` (notebook 06's accounting; options d_ff, ffn, kv_heads,
+    dtype_bytes, tp, sp, recompute, norm_kernel), "korthikanti" is `korthikanti_bytes_per_layer` (options tp,
+    sp, recompute; 16-bit with dropout, as the paper)."""
+    if convention == "course":
+        return sum(activation_terms(seq_len, micro_batch, d_model, n_heads, **options).values())
+    if convention == "korthikanti":
+        allowed = {"tp", "sp", "recompute"}
+        return korthikanti_bytes_per_layer(seq_len, micro_batch, d_model, n_heads,
+                                           **{k: v for k, v in options.items() if k in allowed})
+    raise ValueError(f"convention 应是 {ACTIVATION_CONVENTIONS} 之一, 得到 {convention!r}")
+
+
+def _count(value: object, what: str) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{what} 应是正整数 (a positive int), 得到 {value!r}")
+    return int(value)

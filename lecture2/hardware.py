@@ -5,6 +5,10 @@ tensor figures are often the sparse ones, exactly 2x these). All figures are FLO
 bandwidth in bytes/s. On a CPU there is no datasheet worth trusting for PyTorch, so the peak that applies
 is a matmul measured on this machine (`cpu_peak`: once per process, median and spread of repeated calls).
 
+Clusters (`CLUSTERS`, `cluster(name)`) are the nodes GPUs are trained on: GPUs per node, NVLink bandwidth per GPU,
+NICs per node and their bandwidth, each row from its system's datasheet. `lecture2.network` turns a row into the
+time of a collective (NCCL's bus bandwidth and latency model).
+
 Memory is what the device itself reports (nvidia-smi's total, in MiB; rocm-smi's, in bytes), not the name on
 the box, whose "GB" is neither 10**9 bytes nor always exactly 2**30: an A100 80GB reports 81,920 MiB = 80 GiB,
 an H100 80GB 81,559 MiB, an L4 24GB 23,034 MiB and an H200 "141GB" 143,771 MiB = 140.4 GiB. Each row names
@@ -23,8 +27,9 @@ from dataclasses import dataclass, field
 import torch
 
 __all__ = [
-    "CPUPeak", "DTYPES", "GPUS", "GPUSpec", "UnknownGPU", "cpu_peak", "detect_device", "dtype_key", "gpu",
-    "gpu_from_device_name", "known_gpus", "matmul_works", "measure_cpu_peak", "peak_flops", "device_summary",
+    "CLUSTERS", "CPUPeak", "ClusterSpec", "DTYPES", "GPUS", "GPUSpec", "UnknownGPU", "cluster", "cpu_peak",
+    "detect_device", "dtype_key", "gpu", "gpu_from_device_name", "known_clusters", "known_gpus", "matmul_works",
+    "measure_cpu_peak", "peak_flops", "device_summary",
 ]
 
 T = 1e12
@@ -377,3 +382,68 @@ def device_summary(device: str | None = None) -> dict:
         import platform
         info.update(name=platform.processor() or platform.machine(), threads=torch.get_num_threads())
     return info
+
+
+# ---- clusters: the nodes GPUs are trained on --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """One kind of GPU node, as its datasheet states it. Bandwidths are bytes/s **per direction**: NVIDIA quotes
+    NVLink as the bidirectional total per GPU (H100: "900 GB/s") and NICs in Gb/s per port, one direction
+    (ConnectX-7: 400 Gb/s = 50 GB/s). A collective's bus bandwidth is limited by what one GPU sends, so the
+    per-direction figure is the one that counts (`lecture2.network`)."""
+
+    name: str
+    full_name: str
+    gpu: str  # a key of GPUS
+    gpus_per_node: int
+    nvlink_bytes_per_s: float  # per GPU, one direction, through the NVSwitch fabric
+    nics_per_node: int  # compute-fabric NICs (storage/management ports not counted)
+    nic_bytes_per_s: float  # per NIC, one direction
+    source: str
+
+    @property
+    def nic_bytes_per_s_per_gpu(self) -> float:
+        """The compute fabric's bandwidth one GPU gets when every GPU of the node sends at once (rail-aligned)."""
+        return self.nics_per_node * self.nic_bytes_per_s / self.gpus_per_node
+
+    @property
+    def gpu_spec(self) -> GPUSpec:
+        return GPUS[self.gpu]
+
+
+def _node(name, full_name, gpu_name, gpus, nvlink_bidirectional_gbs, nics, nic_gbit, source) -> ClusterSpec:
+    return ClusterSpec(name, full_name, gpu_name, gpus, nvlink_bidirectional_gbs / 2 * GB, nics, nic_gbit / 8 * GB,
+                       source)
+
+
+# fmt: off
+CLUSTERS: dict[str, ClusterSpec] = {c.name: c for c in [
+    # NVIDIA DGX A100 datasheet: 8x A100 SXM4 80GB, NVLink 3 600 GB/s per GPU (bidirectional) through 6 NVSwitches,
+    # 8x single-port ConnectX-6 HDR 200 Gb/s InfiniBand for the compute fabric (+ 2 dual-port for storage).
+    _node("dgx-a100", "NVIDIA DGX A100 (8 GPUs)", "a100", 8, 600, 8, 200, "NVIDIA DGX A100 datasheet"),
+    # NVIDIA DGX H100 datasheet: 8x H100 SXM5 80GB, NVLink 4 900 GB/s per GPU (18 links x 50 GB/s, bidirectional)
+    # through 4 NVSwitches, 8x ConnectX-7 400 Gb/s (4 OSFP ports, one NIC per GPU) for the compute fabric.
+    _node("dgx-h100", "NVIDIA DGX H100 (8 GPUs)", "h100-sxm", 8, 900, 8, 400, "NVIDIA DGX H100 datasheet"),
+    # NVIDIA DGX H200 datasheet: the DGX H100's NVLink and ConnectX-7 fabric with H200 GPUs (141 GB HBM3e).
+    _node("dgx-h200", "NVIDIA DGX H200 (8 GPUs)", "h200", 8, 900, 8, 400, "NVIDIA DGX H200 datasheet"),
+    # NVIDIA DGX B200 datasheet: 8x B200, NVLink 5 1.8 TB/s per GPU (bidirectional), 8x ConnectX-7 400 Gb/s.
+    _node("dgx-b200", "NVIDIA DGX B200 (8 GPUs)", "b200", 8, 1800, 8, 400, "NVIDIA DGX B200 datasheet"),
+]}
+# fmt: on
+
+
+def known_clusters() -> list[str]:
+    """The names `cluster()` accepts."""
+    return list(CLUSTERS)
+
+
+def cluster(name: str) -> ClusterSpec:
+    """The cluster row for `name` (case-insensitive, e.g. "dgx-h100"); unknown names list the known ones."""
+    if not isinstance(name, str):
+        raise TypeError(f"cluster 名称应是字符串 (str), 得到 {type(name).__name__}; known: {', '.join(CLUSTERS)}")
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    if key not in CLUSTERS:
+        raise UnknownGPU(f"未知的 cluster {name!r}; known clusters: {', '.join(CLUSTERS)}")
+    return CLUSTERS[key]

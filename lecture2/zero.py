@@ -19,16 +19,29 @@ Held between steps, per rank (p: bytes of the model dtype; N elements full, s pe
     2       N p          s p         shard
     3       s p          s p         shard
 
-Collectives per step (all in the model dtype):
+Collectives per step (parameters in the model dtype; gradients in `reduce_dtype`, the model dtype unless said):
 
     stage 0   all_reduce(gradients)
     stage 1   reduce_scatter(gradients), all_gather(updated parameters)   (the full gradient stays allocated)
-    stage 2   reduce_scatter(gradients), all_gather(updated parameters)   (the full gradient is freed)
-    stage 3   all_gather(parameters) for forward, again for backward, reduce_scatter(gradients)
+    stage 2   reduce the gradients bucket by bucket during backward, all_gather(updated parameters)
+    stage 3   all_gather(parameters) for forward, again for backward, gradients reduced as in stage 2
 
-Simplifications, stated: the whole model is one unit (FSDP gathers one block at a time, which bounds the
-peak; the bytes between steps and per step are the same), and stages 2-3 reduce the gradients after the
-backward pass rather than bucket by bucket during it (that changes the peak, not the bytes between steps).
+Reduce dtype. Megatron reduces bf16 models' gradients in fp32 (its main_grad buffers; bf16 turns on
+--accumulate-allreduce-grads-in-fp32) and torchtitan's FSDP2 default is mixed_precision_reduce = "float32":
+with `reduce_dtype=torch.float32` the gradients are cast to fp32 for the collective (a bucket at a time), summed
+in fp32 and rounded once into the recipe's gradient dtype. The parameter gathers stay in the model dtype. The
+bytes on the wire for the gradients double, the bytes held between steps do not change.
+
+Buckets (stages 2-3). Autograd writes each parameter's gradient as its backward finishes; a hook copies it into
+the current bucket (in the reduce dtype) and frees it at once. A full bucket is reduced and only this rank's
+slice of the result is kept, so a rank never holds the full gradient: its peak is the shard, one bucket and
+one parameter's gradient, below stage 1's full gradient buffer (DeepSpeed's ZeRO-2 does the same: its
+reduce_bucket_size). A bucket that covers the whole padded buffer (the default, `bucket_bytes=None`: the paper's
+one-shot reduce-scatter) is one reduce_scatter; a smaller one is a `reduce` of each rank's part of it to that
+rank, as DeepSpeed's ZeRO-2 does, which sends the same (n-1)/n of its bytes in the ring model.
+
+Simplifications, stated: stage 3 gathers the whole model as one unit (FSDP gathers one block at a time, which
+bounds the peak; the bytes between steps and per step are the same).
 """
 from __future__ import annotations
 
@@ -79,7 +92,7 @@ class Optimizer:
                 m, v = self.state["exp_avg"][i], self.state["exp_avg_sq"][i]
                 m.lerp_(g, 1 - b1)  # m = b1 m + (1 - b1) g
                 v.mul_(b2).addcmul_(g, g, value=1 - b2)  # v = b2 v + (1 - b2) g^2
-                denom = (v.sqrt() / math.sqrt(1 - b2**self.t)).add_(self.eps)
+                denom = v.sqrt().div_(math.sqrt(1 - b2**self.t)).add_(self.eps)  # one temporary
                 p.addcdiv_(m, denom, value=-self.lr / (1 - b1**self.t))
             elif self.kind == "sgd_momentum":
                 buf = self.state["momentum_buffer"][i]
@@ -110,14 +123,21 @@ class ZeroEngine:
     """
 
     def __init__(self, model: torch.nn.Module, stage: int, recipe: str = "fp32_adam", lr: float = 1e-3,
-                 group: dist.ProcessGroup | None = None):
+                 group: dist.ProcessGroup | None = None, reduce_dtype: torch.dtype | None = None,
+                 bucket_bytes: int | None = None):
         if stage not in (0, 1, 2, 3):
             raise ValueError(f"ZeRO stage 应是 0, 1, 2 或 3, 得到 {stage!r}")
         if recipe not in RECIPES:
             raise ValueError(f"未知的 recipe {recipe!r}; known: {', '.join(RECIPES)}")
+        if bucket_bytes is not None and (not isinstance(bucket_bytes, int) or isinstance(bucket_bytes, bool)
+                                         or bucket_bytes < 1):
+            raise ValueError(f"bucket_bytes 应是正整数或 None, 得到 {bucket_bytes!r}")
         self.stage, self.recipe, self.group = stage, recipe, group
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         dtype, optimizer, mixed = RECIPES[recipe]
+        self.reduce_dtype = dtype if reduce_dtype is None else reduce_dtype
+        if self.reduce_dtype not in (dtype, torch.float32):
+            raise ValueError(f"reduce_dtype 应是模型的 dtype ({dtype}) 或 torch.float32, 得到 {reduce_dtype!r}")
         self.model = model.to(dtype)
         self.params = list(dict.fromkeys(model.parameters()))  # a tied weight once
         self.n_params = sum(p.numel() for p in self.params)
@@ -156,6 +176,44 @@ class ZeroEngine:
         self.master = self.param_shard.float() if mixed else self.param_shard  # a copy (4 bytes/param) or an alias
         self.optimizer = Optimizer([self.master], optimizer, lr=lr)
 
+        # stages 2-3: gradient buckets, contiguous ranges of the flat buffer in backward order, filled by hooks
+        self.buckets: list[tuple[int, int, list[torch.Tensor]]] = []
+        if stage >= 2:
+            offsets, offset = {}, 0
+            for p in self.params:
+                offsets[p] = offset
+                offset += p.numel()
+            if bucket_bytes is None:  # one bucket: the whole padded buffer, one reduce-scatter (the paper)
+                self.buckets = [(0, self.flat_params.numel(), list(self.params))]
+            else:
+                limit = max(1, bucket_bytes // torch.empty(0, dtype=self.reduce_dtype).element_size())
+                current: list[torch.Tensor] = []
+                for p in reversed(self.params):  # backward produces the last layers' gradients first
+                    if current and sum(q.numel() for q in current) + p.numel() > limit:
+                        self.buckets.append(self._bucket_range(current, offsets))
+                        current = []
+                    current.append(p)
+                if current:
+                    self.buckets.append(self._bucket_range(current, offsets))
+            self._bucket_of = {p: i for i, (_, _, ps) in enumerate(self.buckets) for p in ps}
+            self._offsets = offsets
+            for p in self.params:
+                p.register_post_accumulate_grad_hook(self._grad_ready)
+        self._pending: dict[int, dict] = {}
+        self._reduced: torch.Tensor | None = None
+        self.on_phase = None  # called with each phase's name as a step enters it (a memory watch listens)
+
+    PHASES = ("forward and backward", "gradient reduction", "optimizer step")
+
+    def _mark(self, phase: str) -> None:
+        if self.on_phase is not None:
+            self.on_phase(phase)
+
+    def _bucket_range(self, params: list[torch.Tensor], offsets: dict) -> tuple[int, int, list[torch.Tensor]]:
+        lo = min(offsets[p] for p in params)
+        hi = max(offsets[p] + p.numel() for p in params)
+        return lo, hi, params
+
     # --- the collectives, each on the flat buffers ---------------------------------------------------
     def _gather_params(self) -> None:
         if self.stage == 3:
@@ -163,34 +221,64 @@ class ZeroEngine:
         dist.all_gather_single(self.flat_params, self.param_shard.clone() if self.stage < 3 else self.param_shard,
                                group=self.group)
 
-    def _flat_gradient(self) -> torch.Tensor:
-        """The full gradient as one flat tensor (stages 2-3: a temporary built from the .grad tensors)."""
-        if self.flat_grads is not None:
-            # autograd accumulates into an existing .grad in place; should it ever hand back a new tensor,
-            # copy it into the flat buffer and make the parameter's .grad a view of the buffer again
-            offset = 0
-            base = self.flat_grads.untyped_storage().data_ptr()
-            for p in self.params:
-                view = self.flat_grads[offset:offset + p.numel()].view_as(p)
-                if p.grad is None or p.grad.untyped_storage().data_ptr() != base:
-                    if p.grad is not None:
-                        view.copy_(p.grad)
-                    p.grad = view
-                offset += p.numel()
-            return self.flat_grads
-        flat = torch.zeros(self.flat_params.numel(), dtype=self.flat_params.dtype, device=self.flat_params.device)
+    def _full_gradient(self) -> torch.Tensor:
+        """Stages 0-1: the full gradient buffer, each parameter's .grad a view of it."""
+        # autograd accumulates into an existing .grad in place; should it ever hand back a new tensor, copy it
+        # into the flat buffer and make the parameter's .grad a view of the buffer again
         offset = 0
+        base = self.flat_grads.untyped_storage().data_ptr()
         for p in self.params:
-            if p.grad is not None:
-                flat[offset:offset + p.numel()].copy_(p.grad.reshape(-1))
+            view = self.flat_grads[offset:offset + p.numel()].view_as(p)
+            if p.grad is None or p.grad.untyped_storage().data_ptr() != base:
+                if p.grad is not None:
+                    view.copy_(p.grad)
+                p.grad = view
             offset += p.numel()
-            p.grad = None  # the full gradient is not kept (stages 2-3)
-        return flat
+        return self.flat_grads
+
+    # --- stages 2-3: buckets filled during backward -----------------------------------------------------
+    def _grad_ready(self, p: torch.Tensor) -> None:
+        """A parameter's gradient is complete: into its bucket (reduce dtype), then freed; a full bucket is reduced."""
+        i = self._bucket_of[p]
+        lo, hi, members = self.buckets[i]
+        entry = self._pending.get(i)
+        if entry is None:
+            entry = self._pending[i] = {"buffer": torch.zeros(hi - lo, dtype=self.reduce_dtype,
+                                                              device=self.flat_params.device), "seen": 0}
+        start = self._offsets[p] - lo
+        entry["buffer"][start:start + p.numel()].copy_(p.grad.reshape(-1))
+        p.grad = None  # the full gradient of this parameter is not kept
+        entry["seen"] += 1
+        if entry["seen"] == len(members):
+            self._reduce_bucket(i)
+
+    def _reduce_bucket(self, i: int) -> None:
+        lo, hi, _ = self.buckets[i]
+        buffer = self._pending.pop(i)["buffer"]
+        s = self.shard
+        target = self._reduced  # this rank's reduced shard, in the reduce dtype (a view of grad_shard if the same)
+        if lo == 0 and hi == s * self.world:  # the whole padded buffer: one reduce-scatter
+            dist.reduce_scatter_single(target, buffer, group=self.group)
+            return
+        for r in range(self.world):  # each rank's part of this bucket, reduced to that rank
+            a, b = max(lo, r * s), min(hi, (r + 1) * s)
+            if a >= b:
+                continue
+            piece = buffer[a - lo:b - lo]
+            dist.reduce(piece, dst=dist.get_global_rank(self.group, r) if self.group is not None else r,
+                        group=self.group)
+            if r == self.rank:
+                target[a - r * s:b - r * s].copy_(piece)
 
     def step(self, loss_fn) -> float:
         """One training step; returns the loss (a float)."""
+        self._mark("forward and backward")  # stages 2-3 reduce their buckets in here
         if self.flat_grads is not None:
             self.flat_grads.zero_()
+        if self.stage >= 2:  # where the buckets put this rank's reduced slice: the held shard, or an fp32 temporary
+            self.grad_shard.zero_()
+            self._reduced = self.grad_shard if self.reduce_dtype == self.grad_shard.dtype else \
+                torch.zeros(self.shard, dtype=self.reduce_dtype, device=self.grad_shard.device)
         if self.stage == 3:
             self._gather_params()  # all-gather #1: the parameters for the forward pass
         loss = loss_fn()
@@ -199,26 +287,36 @@ class ZeroEngine:
             # with the whole model as one unit the two happen back to back
             _free(self.flat_params)
             self._gather_params()  # all-gather #2: the parameters for the backward pass
-        loss.backward()
+        loss.backward()  # stages 2-3: the hooks reduce the buckets as their gradients complete
         if self.stage == 3:
             _free(self.flat_params)
 
-        grads = self._flat_gradient()
+        self._mark("gradient reduction")
         if self.stage == 0:
-            dist.all_reduce(grads, group=self.group)
-            own_grad = grads
+            grads = self._full_gradient()
+            reduced = grads if self.reduce_dtype == grads.dtype else grads.to(self.reduce_dtype)  # fp32: a copy
+            dist.all_reduce(reduced, group=self.group)
+        elif self.stage == 1:
+            grads = self._full_gradient()
+            wide = grads if self.reduce_dtype == grads.dtype else grads.to(self.reduce_dtype)
+            reduced = torch.empty(self.shard, dtype=self.reduce_dtype, device=grads.device)
+            dist.reduce_scatter_single(reduced, wide, group=self.group)
+            del wide
         else:
-            reduced = torch.empty_like(self.param_shard) if self.grad_shard is None else self.grad_shard
-            dist.reduce_scatter_single(reduced, grads, group=self.group)
-            if self.flat_grads is not None:  # stage 1: the reduced shard goes back into the full buffer
-                self.flat_grads[self.lo:self.lo + self.shard].copy_(reduced)
-                own_grad = self.flat_grads[self.lo:self.lo + self.shard]
-            else:
-                own_grad = reduced
-            del grads
-        own_grad.div_(self.world)  # the mean over ranks, as DDP takes it
+            for i in sorted(self._pending):  # a bucket some of whose parameters got no gradient
+                self._reduce_bucket(i)
+            reduced = self._reduced
+        reduced.div_(self.world)  # the mean over ranks, as DDP takes it
+        held = self.flat_grads[self.lo:self.lo + self.shard] if self.stage <= 1 else self.grad_shard
+        if reduced.data_ptr() != held.data_ptr():
+            held.copy_(reduced)  # the recipe's gradient dtype holds the mean between steps (rounded once)
 
-        self.optimizer.step([own_grad.float() if self.mixed else own_grad])  # an fp32 copy (mixed) is temporary
+        # the optimizer reads the mean in fp32 where it has it (mixed precision), else the held gradient
+        self._mark("optimizer step")
+        update = reduced.float() if self.mixed else held
+        self.optimizer.step([update])
+        del update, reduced
+        self._reduced = None
         if self.mixed:
             with torch.no_grad():
                 self.param_shard.copy_(self.master)  # round the updated master to the model dtype

@@ -280,3 +280,89 @@ def test_nccl_group_on_two_gpus():
     assert ddp.held("total") == [16 * n_params] * 2
     assert stage3.held("total") == [8 * n_params] * 2
     assert stage3.ranks[0]["wire_bytes"] is None and stage3.ranks[0]["cuda_allocated"] > 0
+
+
+# --- reduce dtype, buckets, the peak during a step -----------------------------------------------------------------
+PEAK_GPT = {"vocab_size": 512, "block_size": 32, "n_layer": 8, "n_head": 4, "d_model": 128}  # 1.6M parameters
+
+
+@pytest.fixture(scope="module")
+def engine_runs():
+    """bf16 mixed Adam on 2 and 3 ranks: stages 0-3 reduced in fp32; stages 2-3 in small buckets; peaks measured."""
+    jobs = {("fp32", s, n): Job("textbook", stage=s, recipe="bf16_mixed_adam", n_ranks=n, reduce_dtype="float32")
+            for s in range(4) for n in (2, 3)}
+    jobs.update({("bucket", s, n): Job("textbook", stage=s, recipe="fp32_adam", n_ranks=n, bucket_bytes=4096)
+                 for s in (2, 3) for n in (2, 3)})
+    jobs.update({("plain", s, n): Job("textbook", stage=s, recipe="fp32_adam", n_ranks=n) for s in (2, 3) for n in (2, 3)})
+    jobs.update({("peak", name): Job("textbook", stage=s, recipe="bf16_mixed_adam", n_ranks=2, model=PEAK_GPT,
+                                     bucket_bytes=b, peak=True)
+                 for name, (s, b) in {"zero1": (1, None), "zero2-one-bucket": (2, None), "zero2": (2, 2**18)}.items()})
+    with Group(3) as group:
+        return dict(zip(jobs, group.run(list(jobs.values()))))
+
+
+def test_fp32_reduce_sends_fp32_gradients_and_holds_the_same(engine_runs):
+    """With reduce_dtype="float32", are the gradient collectives fp32 (twice the bytes), the parameter gathers still
+    bf16, and the bytes held between steps those of the recipe?"""
+    for s in range(4):
+        for n in (2, 3):
+            r = engine_runs[("fp32", s, n)]
+            n_params = r.ranks[0]["n_params"]
+            for rep in r.ranks:
+                assert {k: rep["held"][k] for k in ("params", "grads", "optimizer")} == predicted(n_params, n, s, "bf16_mixed_adam")
+            for call in r.ranks[0]["collectives"]:
+                assert call["dtype"] == ("bfloat16" if call["op"] == "all_gather" else "float32"), (s, n, call)
+            full = n_params if s == 0 else n * math.ceil(n_params / n)
+            grads = sum(c["bytes"] for c in r.ranks[0]["collectives"] if c["op"] != "all_gather")
+            assert grads == 4 * full
+
+
+def test_buckets_hold_and_train_as_one_reduce_scatter(engine_runs):
+    """Do stages 2-3 with 4 KiB buckets hold the same bytes as with one bucket, send the same ring bytes (a reduce of
+    each rank's part of each bucket), and train the same parameters?"""
+    for s in (2, 3):
+        for n in (2, 3):
+            bucketed, plain = engine_runs[("bucket", s, n)], engine_runs[("plain", s, n)]
+            assert bucketed.held("total") == plain.held("total")
+            ops = bucketed.collectives()
+            assert "reduce" in ops and ops["reduce"]["calls"] > n and "reduce_scatter" not in ops
+            n_params = bucketed.ranks[0]["n_params"]
+            assert ops["reduce"]["bytes"] == 4 * n_params  # every gradient once; the padding is not reduced
+            assert bucketed.ranks[0]["checksum"] == pytest.approx(plain.ranks[0]["checksum"], rel=1e-6)
+
+
+def test_zero2_in_buckets_peaks_below_zero1(engine_runs):
+    """Measured (glibc's bytes in use after every aten op), is ZeRO-2's gradient-phase peak with small buckets below
+    ZeRO-1's, which holds the full gradient, while one bucket of the whole model is not?"""
+    peaks = {name: engine_runs[("peak", name)].ranks[0]["peak"] for name in ("zero1", "zero2-one-bucket", "zero2")}
+    if not peaks["zero1"]["phases"]:
+        pytest.skip(f"no peak measurement here: {peaks['zero1']['how']}")
+    grad = {k: max(v["phases"]["forward and backward"], v["phases"]["gradient reduction"]) for k, v in peaks.items()}
+    assert grad["zero2"] < grad["zero1"]
+    assert grad["zero2-one-bucket"] > grad["zero2"]
+    n_params = engine_runs[("peak", "zero1")].ranks[0]["n_params"]
+    assert peaks["zero1"]["held_before"] - peaks["zero2"]["held_before"] == 2 * n_params // 2  # the gradient shard
+
+
+def test_job_refuses_options_of_other_engines():
+    """Are reduce_dtype and bucket_bytes refused outside the textbook engine, an unknown reduce dtype, a collectives
+    job without sizes, and sequence parallelism outside the tp engine?"""
+    with pytest.raises(ValueError, match="reduce_dtype"):
+        Job("ddp", reduce_dtype="float32")
+    with pytest.raises(ValueError, match="reduce_dtype"):
+        Job("textbook", reduce_dtype="float16")
+    with pytest.raises(ValueError, match="sizes"):
+        Job("collectives")
+    with pytest.raises(ValueError, match="sequence_parallel"):
+        Job("textbook", sequence_parallel=True)
+    with pytest.raises(ValueError, match="bucket_bytes"):
+        Job("textbook", stage=2, bucket_bytes=0)
+
+
+def test_collectives_are_timed_by_size():
+    """Does the collectives engine time each op at each size (fp32 messages divisible by the ranks), positive times?"""
+    [r] = distributed.run([Job("collectives", sizes=(4096, 65536), timing=3)], n_ranks=2)
+    rows = r.ranks[0]["timings"]
+    assert [(row["op"], row["bytes"]) for row in rows] == [(op, b) for op in ("all_reduce", "all_gather", "reduce_scatter")
+                                                           for b in (4096, 65536)]
+    assert all(row["seconds"] > 0 and len(row["samples"]) == 3 for row in rows)

@@ -209,3 +209,98 @@ def test_cli_default_shard_is_zero3(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["shard"] == "zero3"
     assert data["memory"]["bf16 mixed Adam"]["per_gpu"]["total"] == pytest.approx(437.5e6)
+
+
+# --- activations: notebook 06's accounting (and Korthikanti's), checked against what autograd saves -------------
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from lecture2 import measure, models  # noqa: E402
+
+
+class SwiGLUBlock(torch.nn.Module):
+    """A pre-norm block with Llama's FFN, silu(gate(x)) * up(x) -> down, and the course's fused attention."""
+
+    def __init__(self, d: int, heads: int, d_ff: int):
+        super().__init__()
+        self.attention = models.MultiHeadAttention(d, heads, fused=True)
+        self.norm1, self.norm2 = torch.nn.RMSNorm(d, eps=1e-5), torch.nn.RMSNorm(d, eps=1e-5)
+        self.gate, self.up = torch.nn.Linear(d, d_ff, bias=False), torch.nn.Linear(d, d_ff, bias=False)
+        self.down = torch.nn.Linear(d_ff, d, bias=False)
+
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x))
+        h = self.norm2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+def _saved(block, B, T, d, dtype):
+    block = block.to(dtype)
+    x = torch.randn(B, T, d, dtype=dtype, requires_grad=True)
+    return measure.saved_bytes(lambda: block(x), exclude=block.parameters())
+
+
+@pytest.mark.parametrize("B, T, d, heads, dtype", [(2, 16, 32, 4, torch.float32), (1, 24, 48, 3, torch.bfloat16),
+                                                   (3, 7, 16, 2, torch.float16)])
+def test_course_activations_are_what_a_fused_block_saves(B, T, d, heads, dtype):
+    """Is activation_bytes_per_layer (course convention, CPU norms) byte for byte what autograd saves in the course's
+    TransformerBlock with fused attention, as notebook 06's exercise 5 counts it?"""
+    torch.manual_seed(0)
+    got = estimate.activation_bytes_per_layer(T, B, d, heads, dtype_bytes=torch.empty(0, dtype=dtype).element_size(),
+                                              norm_kernel="cpu")
+    assert got == _saved(models.TransformerBlock(d, heads, fused_attention=True), B, T, d, dtype)
+
+
+def test_course_activations_of_a_swiglu_block():
+    """With ffn="swiglu" (4 tensors of d_ff: gate, up, silu(gate), product), does the count match a measured block?"""
+    torch.manual_seed(0)
+    want = _saved(SwiGLUBlock(32, 4, 88), 2, 16, 32, torch.float32)
+    assert estimate.activation_bytes_per_layer(16, 2, 32, 4, d_ff=88, ffn="swiglu", dtype_bytes=4, norm_kernel="cpu") == want
+
+
+def test_llama2_7b_activations_in_the_two_conventions():
+    """Llama 2 7B (s = b·... = 4096, h 4096, 32 heads, SwiGLU 11008), bf16: 06's accounting keeps about 37.5 sbh per
+    layer (20 GB for 32 layers), Korthikanti's sbh(34 + 5as/h) = 194 sbh (104 GB)."""
+    sbh = 4096 * 4096
+    course = estimate.activation_bytes_per_layer(4096, 1, 4096, 32, d_ff=11008, ffn="swiglu")
+    assert course / sbh == pytest.approx(37.53, abs=0.01) and 32 * course == pytest.approx(20.15e9, rel=1e-3)
+    assert estimate.activation_bytes_per_layer(4096, 1, 4096, 32, convention="korthikanti") == sbh * 194
+
+
+@pytest.mark.parametrize("t, sp, recompute, want", [
+    (1, False, "none", 34 + 5 * 32), (8, False, "none", 10 + 24 / 8 + 5 * 32 / 8), (8, True, "none", (34 + 160) / 8),
+    (8, False, "selective", 10 + 3), (8, True, "selective", 34 / 8), (8, False, "full", 2), (8, True, "full", 2 / 8)])
+def test_korthikanti_family(t, sp, recompute, want):
+    """Korthikanti et al. 2022, §4-5: sbh(34 + 5as/h), (10 + 24/t + 5as/(ht)), with SP /t, selective and full (s = h)."""
+    got = estimate.korthikanti_bytes_per_layer(4096, 1, 4096, 32, tp=t, sp=sp, recompute=recompute)
+    assert got == pytest.approx(4096 * 4096 * want)
+
+
+def test_tensor_and_sequence_parallel_divide_what_lies_between_the_collectives():
+    """Without SP the norms' tensors stay whole on every TP rank; with SP everything is 1/t; full recompute keeps the
+    layer's input (h·p per token)."""
+    terms = estimate.activation_terms(64, 2, 32, 4, tp=4)
+    whole = estimate.activation_terms(64, 2, 32, 4)
+    assert terms["norm outputs (inputs of QKV and up)"] == whole["norm outputs (inputs of QKV and up)"]
+    assert terms["FFN"] == whole["FFN"] / 4
+    sp = estimate.activation_bytes_per_layer(64, 2, 32, 4, tp=4, sp=True)
+    assert sp == pytest.approx(sum(whole.values()) / 4)
+    assert estimate.activation_bytes_per_layer(64, 2, 32, 4, recompute="full") == 64 * 2 * 32 * 2
+
+
+@pytest.mark.parametrize("call", [
+    lambda: estimate.activation_bytes_per_layer(16, 1, 30, 4),  # 30 not divisible by 4 heads
+    lambda: estimate.activation_bytes_per_layer(16, 1, 32, 4, ffn="relu"),
+    lambda: estimate.activation_bytes_per_layer(16, 1, 32, 4, convention="huggingface"),
+    lambda: estimate.activation_bytes_per_layer(0, 1, 32, 4),
+    lambda: estimate.korthikanti_bytes_per_layer(16, 1, 32, 4, recompute="some"),
+])
+def test_activation_functions_refuse_bad_input(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_flops_per_token_is_6n_plus_12ldt():
+    """Without a shape is it the lecture's 6N; with one 6N + 12·L·d·T (PaLM, App. B)?"""
+    assert estimate.flops_per_token(7e9) == 6 * 7e9
+    assert estimate.flops_per_token(7e9, 32, 4096, 4096) == 6 * 7e9 + 12 * 32 * 4096 * 4096

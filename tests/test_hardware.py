@@ -199,3 +199,23 @@ def test_cuda_memory_is_the_tables_less_the_driver_reserve():
     spec = hardware.gpu_from_device_name(torch.cuda.get_device_name())
     total = torch.cuda.get_device_properties(0).total_memory
     assert 0 <= spec.memory_bytes - total < 2**30
+
+
+def test_cluster_rows_from_their_datasheets():
+    """Do the DGX rows state NVLink per direction (H100: 900 GB/s bidirectional = 450) and 8 NICs of 400 Gb/s (50 GB/s),
+    each with its datasheet, and is every existing GPU row still there?"""
+    h100 = hardware.cluster("dgx-h100")
+    assert (h100.gpus_per_node, h100.nvlink_bytes_per_s, h100.nics_per_node, h100.nic_bytes_per_s) == (8, 450e9, 8, 50e9)
+    assert hardware.cluster("DGX_A100").nic_bytes_per_s == 25e9 and hardware.cluster("dgx-b200").nvlink_bytes_per_s == 900e9
+    assert all(c.source.startswith("NVIDIA DGX") for c in hardware.CLUSTERS.values())
+    assert hardware.cluster("dgx-h200").gpu_spec is hardware.gpu("h200")
+    assert set(hardware.known_gpus()) >= {"v100", "a100", "h100-sxm", "h100-pcie", "h200", "b200", "l4", "l40s",
+                                          "rtx4090", "mi300x"}
+
+
+def test_unknown_cluster_lists_the_known_ones():
+    with pytest.raises(hardware.UnknownGPU) as err:
+        hardware.cluster("tpu-pod")
+    assert all(name in str(err.value) for name in hardware.known_clusters())
+    with pytest.raises(TypeError):
+        hardware.cluster(8)

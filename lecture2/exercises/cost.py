@@ -5,66 +5,25 @@ Expected values are passed in by the test cell: reference numbers with their sou
 Megatron-LM, Llama 2), or, for drawn cases, the formula written in the cell's hidden region; parameter counts
 of real model sizes are measured here on the meta device. The usual wrong answers are named relative to the
 expected value, each by its hint's key. Every answer is reached through lecture2.answers: an instrument beside
-it (`observe_without_calculator`) calls it with plain numbers while the course's calculator (lecture2.estimate)
+it (`checks.by_formula`) calls it with plain numbers while the course's calculator (lecture2.estimate)
 is switched off there, and returns what it returned and whether it called the calculator: these exercises ask
 for the formula, not for the calculator that already has it.
 """
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 
 import torch
 
-import lecture2.estimate
 from lecture2 import answers, checks, models
 
-_CALCULATOR_OFF = "这个练习不能调用 lecture2.estimate (the calculator)"
-checks.register_hints({
-    "cost.calculator": "这是你自己写公式的练习：检查期间课程的计算器 lecture2.estimate 被关掉了，调用它的答案不得分。",
-})
-
-
-@contextmanager
-def calculator_off():
-    """Every function of lecture2.estimate raises (wherever it was imported to) until the block ends."""
-    def switched_off(*args, **kwargs):
-        raise RuntimeError("这个练习不能调用 lecture2.estimate (the calculator)：请用公式自己写 (write the formula yourself)。")
-
-    saved = [(f, f.__code__) for f in vars(lecture2.estimate).values()
-             if getattr(f, "__module__", None) == "lecture2.estimate" and hasattr(f, "__code__")
-             and not f.__code__.co_freevars]  # a closure's code cannot be swapped for one without its cells
-    try:
-        for f, _ in saved:
-            f.__code__ = switched_off.__code__
-        yield
-    finally:
-        for f, code in saved:
-            f.__code__ = code
-
-
-@answers.observer
-def observe_without_calculator(fn, *args) -> dict:
-    """Beside the answer: fn(*args) with the course's calculator switched off. Returns what fn returned and whether
-    it called the calculator (an error of its own is raised, as the answer raised it)."""
-    with calculator_off():
-        try:
-            return {"returned": fn(*args), "calculator": False}
-        except RuntimeError as err:
-            if _CALCULATOR_OFF not in str(err):
-                raise
-    return {"returned": None, "calculator": True}
 
 
 def _call(fn, what: str, *args):
-    """fn(*args) beside the answer with the calculator switched off; a call into it fails the case with its hint."""
+    """fn(*args) beside the answer with the course's calculator switched off (checks.by_formula); a call into it
+    fails the case with its hint."""
     __tracebackhide__ = True
-    seen = answers.observe(observe_without_calculator, fn, *args)
-    if type(seen) is not dict or "returned" not in seen or "calculator" not in seen:
-        checks.fail(f"{what}: 答案所在的进程送回的不是检查要的观测 (observation)，而是 {type(seen).__name__}。")
-    if seen["calculator"] is not False:
-        checks.fail(f"{what} 调用了 lecture2.estimate (the calculator)：{_CALCULATOR_OFF}，请用公式自己写。", "cost.calculator")
-    return seen["returned"]
+    return checks.by_formula(fn, *args, what=what)
 
 
 def _args(*args) -> str:

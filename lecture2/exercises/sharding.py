@@ -1,79 +1,103 @@
-"""Notebook 10's check cases: bytes_per_rank, comm_bytes_per_step, min_gpus, some against a live process group.
+"""Notebook 10's check cases: bytes_per_rank, comm_bytes_per_step, min_gpus, tp_block_bytes.
 
-The live cases train the course's GPT with `lecture2.zero` on a `lecture2.distributed` group (`LiveGroup`, started
-when a check first needs it) and compare the student's function with what every rank really holds between steps
-and with the collectives one step really issues. While the student's function runs, the instruments that could
-answer for it (the calculator `lecture2.estimate`, and for exercises 1 and 2 also `lecture2.distributed` and
-`lecture2.zero`) are switched off: calling them raises. Units: bytes.
+Every answer is reached through lecture2.answers (plain data both ways), always through one instrument:
+
+    without_instruments(fn, *args)   fn(*args) with lecture2's calculator and engines switched off beside the answer
+                                     (estimate, planner, network, parallel, distributed, zero: calling them raises),
+                                     what it returns; what it raises goes to the check
+
+Expected values are computed in the judge: reference numbers the test cell passes in (with their sources; for
+the drawn cases, the formula written in the cell's hidden region), and, for the live cases, what a live
+torch.distributed group (`LiveGroup`, started here when a check first needs it, never in the student's process)
+measures: the bytes every rank of lecture2.zero holds between steps, the
+collectives one step issues (counted by wrapping torch.distributed), the parameter bytes and the all-reduces of a
+TransformerBlock split Megatron-style by lecture2.parallel. Units: bytes.
 """
 from __future__ import annotations
 
+import importlib
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from types import ModuleType
 
-from lecture2 import checks, distributed, estimate, zero
+from lecture2 import answers, checks, distributed
 
-SMALL_GPT = distributed.SMALL_GPT  # the course's small GPT, the model of the live cases
+SMALL_GPT = distributed.SMALL_GPT  # the course's small GPT, the model of the live cases (N = 33,952)
 # notebook 06's recipes as exercise 1 states them: (params, grads, optimizer states) bytes per parameter
 RECIPE_BYTES = {"fp32_adam": (4, 4, 8), "bf16_mixed_adam": (2, 2, 12), "sgd": (4, 4, 0), "sgd_momentum": (4, 4, 4),
                 "bf16_sgd": (2, 2, 0)}
 PARTS = ("params", "grads", "optimizer")
 STRATEGIES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}  # exercise 2's strategies -> lecture2.zero's stage
+INSTRUMENTS = ("lecture2.estimate", "lecture2.planner", "lecture2.network", "lecture2.parallel",
+               "lecture2.distributed", "lecture2.zero")
+OFF = answers.OFF  # what an instrument raises while an answer runs
 
-CEIL_HINT = "GPU 个数要向上取整 (math.ceil)：少一块就放不下。"
-OTHER_HINT = "other_bytes (激活值等) 也占每块 GPU 的显存：没切的部分 + 切开的部分 / n + other_bytes ≤ 显存。"
-DDP_FLOOR_HINT = "普通数据并行 (stage 0) 什么都不切：每块 GPU 都存完整的 16N，加卡没用；放不下就返回 None。"
-
-
-# --- instruments off while the student's function runs ----------------------------------------------------------
-def _counting_off(*args, **kwargs):
-    raise RuntimeError("这个练习不能调用 lecture2.estimate / distributed / zero：请按阶段自己数字节。")
-
-
-def _comm_off(*args, **kwargs):
-    raise RuntimeError("这个练习不能调用 lecture2.estimate / distributed / zero：请按集合通信自己算字节。")
-
-
-def _calculator_off(*args, **kwargs):
-    raise RuntimeError("这个练习不能调用 lecture2.estimate (the calculator)：请自己写公式。")
-
-
-@contextmanager
-def instruments_off(modules: tuple[ModuleType, ...], off: Callable) -> Iterator[None]:
-    """While the block runs, every function (and method) defined in `modules` runs `off`'s code instead: the
-    calculator and the process group are instruments, not answers."""
-    swapped = []
-    for module in modules:
-        for obj in list(vars(module).values()):
-            for f in [obj] + (list(vars(obj).values()) if isinstance(obj, type) else []):
-                if getattr(f, "__module__", None) == module.__name__ and hasattr(f, "__code__") \
-                        and not f.__code__.co_freevars:
-                    swapped.append((f, f.__code__))
-                    f.__code__ = off.__code__
-    try:
-        yield
-    finally:
-        for f, code in swapped:
-            f.__code__ = code
+checks.register_hints({
+    "sharding.instrument_off": "这个练习要你自己写公式：检查调用你的函数时，课程的计算器和引擎 (lecture2.estimate、planner、"
+                               "network、parallel、distributed、zero) 都被关掉了，调用它们会出错。",
+    "sharding.padded_buffer": "ZeRO-1/2/3 的平坦缓冲区补零到 n·⌈N/n⌉ 个元素 (每个 rank 一样大的一片)：没切开的部分 "
+                              "(ZeRO-1 的参数和梯度、ZeRO-2 的参数) 存的是整个补零后的缓冲区，n·⌈N/n⌉ 个，不是 N 个。"
+                              "普通数据并行 (stage 0) 不补零。",
+    "sharding.padded_comm": "ZeRO-1/2/3 的集合通信作用在补零后的平坦缓冲区上：S = n·⌈N/n⌉ 个元素，每次 (n-1)/n·S = "
+                            "(n-1)·⌈N/n⌉ 个元素；只有 DDP 的 all-reduce 作用在 N 个元素上。",
+    "sharding.reduce_dtype": "梯度的集合通信 (all-reduce、reduce-scatter) 在 reduce_bytes (reduce dtype) 上做，参数的 "
+                             "all-gather 在 dtype_bytes 上做：Megatron 和 torchtitan 把 bf16 模型的梯度放在 fp32 里规约。",
+    "sharding.min_gpus_ceil": "GPU 个数要向上取整 (math.ceil)：少一块就放不下。",
+    "sharding.other_bytes": "other_bytes (激活值等) 也占每块 GPU 的显存：没切的部分 + 切开的部分 / n + other_bytes ≤ 显存。",
+    "sharding.ddp_floor": "普通数据并行 (stage 0) 什么都不切：每块 GPU 都存完整的 16N，加卡没用；放不下就返回 None。",
+    "sharding.none_not_inf": "放不下时返回 None (不是 math.inf、0 或 -1)：调用者要能一眼看出\"多少块都不够\"。",
+    "sharding.tp_norms": "两个 RMSNorm 的 weight 不切：它们作用在完整的 d 维向量上，每个 rank 都存完整的一份 (2·d 个参数)。"
+                         "只有 column/row-parallel 的矩阵除以 t。",
+    "sharding.tp_backward": "反向也有两次 all-reduce：column-parallel 层 (QKV、up) 的输入梯度在每个 rank 上只是部分和，"
+                            "要 all-reduce 之后才能传给 RMSNorm (Megatron 的 f 算子)。每个 block 每一步共 4 次。",
+    "sharding.tp_row_only": "只有 row-parallel 层 (proj、down) 的输出要 all-reduce；column-parallel 层 (QKV、up) 的输出本来就是"
+                            "各 rank 自己那几列，接着给本 rank 的 row-parallel 层用，不通信。前向 2 次，反向 2 次。",
+    "sharding.tp_tensor_size": "这里要的是被 all-reduce 的张量本身的字节数 S (每次 tokens·d·dtype_bytes)，不是 ring 算法里"
+                               "每个 rank 发送的 2(t-1)/t·S。",
+    "sharding.tp_row_bias": "row-parallel 层 (proj、down) 的 bias 不切：它在 all-reduce 之后加一次，每个 rank 存完整的 d 个；"
+                            "column-parallel 层 (QKV 的 3d、up 的 d_ff) 的 bias 才切成 t 份。",
+    "sharding.tp_unsharded": "张量并行把每层的四个矩阵切成 t 份：QKV 和 up 按输出 (行) 切，proj 和 down 按输入 (列) 切，"
+                             "每个 rank 存 1/t。",
+    "sharding.tp_per_rank": "要的是一个 rank 的字节数：每个 rank 存自己的 1/t，all-reduce 的张量每个 rank 各有一份完整的 S，"
+                            "不要乘以 t。",
+})
 
 
-def _call(fn, args, off, modules=(estimate, distributed, zero)):
-    with instruments_off(modules, off):
+# ---- the instrument: the answer with lecture2's calculator and engines switched off
+
+
+@answers.observer
+def without_instruments(fn, *args):
+    """fn(*args) with lecture2's calculator and engines switched off (answers.instruments_off): what it returns
+    (what it raises goes to the check)."""
+    with answers.instruments_off(INSTRUMENTS):
         return fn(*args)
 
 
-def _raises_value_error(fn, args, off, modules=(estimate, distributed, zero)) -> bool:
+def _answer(fn, *args, what: str):
+    """fn(*args) beside the answer, the instruments off; an answer that called one of them draws its hint."""
+    __tracebackhide__ = True
     try:
-        _call(fn, args, off, modules)
+        return answers.observe(without_instruments, fn, *args)
+    except RuntimeError as err:
+        if OFF not in str(err):
+            raise
+        checks.fail(f"{what} 出错 (raised) RuntimeError: {str(err)[:120]}", "sharding.instrument_off")
+
+
+def _raises_value_error(fn, *args, what: str) -> bool:
+    __tracebackhide__ = True
+    try:
+        _answer(fn, *args, what=what)
     except ValueError:
         return True
     return False
 
 
-# --- the live group ----------------------------------------------------------------------------------------------
+# ---- the live group (in the judge)
+
+
 class LiveGroup:
     """A live torch.distributed group of `n_ranks` processes (lecture2.distributed.Group) for one test cell: started
     when a check first runs jobs on it, ended when the `with` block exits, whatever happens in it. A group that
@@ -108,23 +132,30 @@ class LiveGroup:
 
 
 def drawn_gpt(rng: random.Random) -> dict:
-    """A small GPT config drawn with `rng`: d_model a multiple of 12, so N divides by 2, 3 and 4 (no padding)."""
+    """A small GPT config drawn with `rng`: N need not divide by the ranks (the slices are padded)."""
     d = rng.choice([12, 24, 36, 48])
     return {"vocab_size": rng.randint(20, 300), "block_size": 16, "n_layer": rng.randint(1, 3),
             "n_head": rng.choice([h for h in (1, 2, 3, 4) if d % h == 0]), "d_model": d}
 
 
-# --- exercise 1: bytes per rank -----------------------------------------------------------------------------------
+# ---- exercise 1: bytes per rank
+
+
+def _padded(n_params: int, n_ranks: int, stage: int) -> int:
+    """Elements of the flat buffer: N for plain data parallelism, n·ceil(N/n) for the ZeRO stages."""
+    return n_params if stage == 0 else n_ranks * math.ceil(n_params / n_ranks)
+
+
 def rank_case(fn, n_params: int, n_ranks: int, stage: int, recipe: str, want, what: str | None = None) -> None:
     """fn(n_params, n_ranks, stage, recipe) against `want` bytes per rank, (params, grads, optimizer) or a dict with
     these keys, part by part, each an exact int."""
     __tracebackhide__ = True
     want = dict(want) if isinstance(want, dict) else dict(zip(PARTS, want))
     what = what or f"bytes_per_rank({n_params:,}, {n_ranks}, {stage}, '{recipe}')"
-    got = _call(fn, (n_params, n_ranks, stage, recipe), _counting_off)
+    got = _answer(fn, n_params, n_ranks, stage, recipe, what=what)
     checks.expect_type(got, dict, what=what)
     checks.expect(set(got) == set(PARTS), f"{what}: 应返回 {{'params', 'grads', 'optimizer'}} 三个键，得到 {sorted(got)}")
-    s = math.ceil(n_params / n_ranks)
+    s, full = math.ceil(n_params / n_ranks), _padded(n_params, n_ranks, stage)
     for part, per in zip(PARTS, RECIPE_BYTES[recipe]):
         wrong = []
         if part == "params" and stage == 2:
@@ -137,7 +168,10 @@ def rank_case(fn, n_params: int, n_ranks: int, stage: int, recipe: str, want, wh
             wrong.append(checks.mistake("zero3_all_parts", per * n_params))
         if part == "optimizer" and recipe == "bf16_mixed_adam":
             wrong += [checks.mistake("master_weights_state", 8 * s), checks.mistake("master_weights_state", 8 * n_params)]
-        if n_ranks > 1 and want[part] != per * n_params:  # a sharded part: a slice is ceil(N / n), padded
+        if want[part] == per * full and full != n_params:  # an unsharded part of a ZeRO stage: the padded buffer
+            wrong.append(checks.mistake("sharding.padded_buffer", per * n_params))
+            wrong.append(checks.mistake("shard_ceil", per * n_ranks * (n_params // n_ranks)))  # slices rounded down
+        if n_ranks > 1 and want[part] == per * s and s * n_ranks != n_params:  # a sharded part: ceil(N / n), padded
             wrong.append(checks.mistake("shard_ceil", per * (n_params // n_ranks)))
         checks.expect_type(got[part], int, what=f"{what}['{part}']")
         checks.expect_equal(got[part], want[part], what=f"{what}['{part}']", mistakes=wrong)
@@ -147,23 +181,28 @@ def rank_total(fn, n_params: int, n_ranks: int, stage: int, recipe: str, want: i
     """The three parts of fn(n_params, n_ranks, stage, recipe) added up, against `want` bytes per rank."""
     __tracebackhide__ = True
     what = f"bytes_per_rank({n_params:,}, {n_ranks}, {stage}, '{recipe}'): total bytes per GPU"
-    got = _call(fn, (n_params, n_ranks, stage, recipe), _counting_off)
+    got = _answer(fn, n_params, n_ranks, stage, recipe, what=what)
     checks.expect_type(got, dict, what=what)
+    checks.expect(all(type(v) is int for v in got.values()), f"{what}: 每一项都应是 int，得到 {got!r}")
     checks.expect_equal(sum(got.values()), want, what=what)
 
 
 def rank_totals_per_param(fn, n_ranks: int, want: list[float], recipe: str = "bf16_mixed_adam") -> None:
-    """Bytes per parameter at stages 0-3 (all three parts, N = 1000 n parameters) against `want`."""
+    """Bytes per parameter at stages 0-3 (all three parts, N = 1000 n parameters: no padding) against `want`."""
     __tracebackhide__ = True
     n_params = n_ranks * 1000
-    totals = [sum(_call(fn, (n_params, n_ranks, s, recipe), _counting_off).values()) / n_params for s in range(4)]
+    totals = []
+    for stage in range(4):
+        got = _answer(fn, n_params, n_ranks, stage, recipe, what=f"bytes_per_rank({n_params}, {n_ranks}, {stage})")
+        checks.expect_type(got, dict, what=f"bytes_per_rank({n_params}, {n_ranks}, {stage}, '{recipe}')")
+        totals.append(sum(got.values()) / n_params)
     checks.expect(totals == want, f"n={n_ranks}, '{recipe}': stage 0-3 每参数字节应是 {want}，得到 {totals}")
 
 
 def rank_rejects(fn, *args) -> None:
     """fn(*args) (an unknown stage or recipe) must raise ValueError."""
     __tracebackhide__ = True
-    checks.expect(_raises_value_error(fn, args, _counting_off), f"bytes_per_rank{args} 应该 raise ValueError")
+    checks.expect(_raises_value_error(fn, *args, what=f"bytes_per_rank{args}"), f"bytes_per_rank{args} 应该 raise ValueError")
 
 
 def rank_live(fn, live: LiveGroup, cases) -> None:
@@ -179,7 +218,9 @@ def rank_live(fn, live: LiveGroup, cases) -> None:
                       what=f"bytes_per_rank({n_params:,}, {n}, {s}, '{r}')  vs rank {rank} measured")
 
 
-# --- exercise 2: bytes sent per step ------------------------------------------------------------------------------
+# ---- exercise 2: bytes sent per step
+
+
 def ring_sent(calls: list[dict], n_ranks: int) -> float:
     """Bytes each rank sends for one step's counted collectives, by the ring algorithms of section 2's table:
     all-reduce 2(n-1)/n S, the others (n-1)/n S (S: the bytes of the whole tensor)."""
@@ -187,71 +228,97 @@ def ring_sent(calls: list[dict], n_ranks: int) -> float:
 
 
 def comm_case(fn, n_params: int, n_ranks: int, strategy: str, dtype_bytes: int, want: float,
-              what: str | None = None) -> None:
-    """fn(n_params, n_ranks, strategy, dtype_bytes) against `want` bytes sent per rank (rtol 1e-9), a float."""
+              what: str | None = None, reduce_bytes: int | None = None) -> None:
+    """fn(n_params, n_ranks, strategy, dtype_bytes[, reduce_bytes]) against `want` bytes sent per rank (rtol 1e-9),
+    a float."""
     __tracebackhide__ = True
-    what = what or f"comm_bytes_per_step({n_params:,}, {n_ranks}, '{strategy}', {dtype_bytes})"
-    got = _call(fn, (n_params, n_ranks, strategy, dtype_bytes), _comm_off)
-    n, psi = n_ranks, n_params * dtype_bytes
-    checks.expect_close(got, want, rtol=1e-9, atol=1e-6, what=what, mistakes=[
+    args = (n_params, n_ranks, strategy, dtype_bytes) + (() if reduce_bytes is None else (reduce_bytes,))
+    what = what or f"comm_bytes_per_step({', '.join(repr(a) if isinstance(a, str) else f'{a:,}' for a in args)})"
+    got = _answer(fn, *args, what=what)
+    n, p, r = n_ranks, dtype_bytes, reduce_bytes or dtype_bytes
+    s = math.ceil(n_params / n)
+    psi, padded = n_params * p, n * s * p
+    wrong = [
         checks.mistake("ring_n_minus_1", want * n / (n - 1) if n > 1 else -1.0),
-        checks.mistake("allgather_twice", 2 * (n - 1) / n * psi if strategy == "zero3" else -1.0),
-        checks.mistake("allreduce_two_phases", (n - 1) / n * psi if strategy == "ddp" else -1.0),
-        checks.mistake("zero1_allreduce", 3 * (n - 1) / n * psi if strategy in ("zero1", "zero2") else -1.0),
         checks.mistake("comm_per_rank", want * n),
         checks.mistake("bits_for_bytes", want * 8),
-    ])
+    ]
+    if r != p:  # the gradients' collectives in the model dtype (before the ZeRO-3 mistake: for r = 2p both give
+        # the same number, and a case that names reduce_bytes is about it)
+        wrong.append(checks.mistake("sharding.reduce_dtype",
+                                    want * p / r if strategy == "ddp" else want - (n - 1) * s * (r - p)))
+    if strategy == "zero3":
+        wrong.append(checks.mistake("allgather_twice", (n - 1) * s * (p + r)))
+    if strategy == "ddp":
+        wrong.append(checks.mistake("allreduce_two_phases", (n - 1) / n * n_params * r))
+    if strategy in ("zero1", "zero2"):
+        wrong.append(checks.mistake("zero1_allreduce", 2 * (n - 1) / n * n_params * r + (n - 1) / n * psi))
+    if strategy != "ddp" and padded != psi:  # the collectives on N elements instead of the padded buffer
+        wrong.append(checks.mistake("sharding.padded_comm",
+                                    (n - 1) / n * n_params * ((2 if strategy == "zero3" else 1) * p + r)))
+    checks.expect_close(got, want, rtol=1e-9, atol=1e-6, what=what, mistakes=wrong)
     checks.expect_type(got, float, what=what)
 
 
 def comm_one_rank(fn, strategy: str) -> None:
     """fn(1e9, 1, strategy, 2): a single rank sends nothing, exactly 0."""
     __tracebackhide__ = True
-    checks.expect_close(_call(fn, (10**9, 1, strategy, 2), _comm_off), 0.0, atol=0.0, rtol=0.0,
-                        what=f"comm_bytes_per_step(1e9, 1, '{strategy}', 2)")
+    what = f"comm_bytes_per_step(1e9, 1, '{strategy}', 2)"
+    checks.expect_close(_answer(fn, 10**9, 1, strategy, 2, what=what), 0.0, atol=0.0, rtol=0.0, what=what)
 
 
 def comm_rejects(fn, strategy: str) -> None:
     """fn(1000, 2, strategy, 2) for an unknown strategy must raise ValueError."""
     __tracebackhide__ = True
-    checks.expect(_raises_value_error(fn, (1000, 2, strategy, 2), _comm_off),
+    checks.expect(_raises_value_error(fn, 1000, 2, strategy, 2, what=f"comm_bytes_per_step(..., {strategy!r})"),
                   f"comm_bytes_per_step(..., strategy={strategy!r}) 应该 raise ValueError")
 
 
 def comm_live(fn, live: LiveGroup, cases) -> None:
-    """Each case (model config, ranks, strategy, recipe) trained by lecture2.zero on the live group; fn against the
-    bytes each rank sends for the collectives its last step issued (counted, converted by the ring model). The
-    collectives are in the model's dtype: 2 bytes for the bf16 recipes, else 4."""
+    """Each case (model config, ranks, strategy, recipe[, "float32"]) trained by lecture2.zero on the live group; fn
+    against the bytes each rank sends for the collectives its last step issued (counted, converted by the ring
+    model). The parameters are gathered in the model's dtype (2 bytes for the bf16 recipes, else 4), the gradients
+    reduced in it or in fp32."""
     __tracebackhide__ = True
-    jobs = [distributed.Job("textbook", stage=STRATEGIES[st], recipe=r, n_ranks=n, model=m, seed=i)
-            for i, (m, n, st, r) in enumerate(cases)]
-    for res, (_, n, st, r) in zip(live.run(jobs), cases):
+    cases = [tuple(c) + (None,) * (5 - len(c)) for c in cases]
+    jobs = [distributed.Job("textbook", stage=STRATEGIES[st], recipe=r, n_ranks=n, model=m, seed=i, reduce_dtype=red)
+            for i, (m, n, st, r, red) in enumerate(cases)]
+    for res, (_, n, st, r, red) in zip(live.run(jobs), cases):
         calls = res.ranks[0]["collectives"]
         checks.expect(all(rep["collectives"] == calls for rep in res.ranks), "每个 rank 发出的集合通信应当相同")
         n_params, dtype_bytes = res.ranks[0]["n_params"], 2 if r.startswith("bf16") else 4
-        listing = ", ".join(f"{c['op']} {c['bytes']:,} B" for c in calls)
-        comm_case(fn, n_params, n, st, dtype_bytes, ring_sent(calls, n),
-                  what=f"comm_bytes_per_step({n_params:,}, {n}, '{st}', {dtype_bytes})  vs the step's collectives [{listing}]")
+        reduce_bytes = 4 if red == "float32" else None
+        listing = ", ".join(f"{c['op']} {c['bytes']:,} B ({c['dtype']})" for c in calls)
+        comm_case(fn, n_params, n, st, dtype_bytes, ring_sent(calls, n), reduce_bytes=reduce_bytes,
+                  what=f"comm_bytes_per_step({n_params:,}, {n}, '{st}', {dtype_bytes}"
+                       f"{'' if reduce_bytes is None else ', 4'})  vs the step's collectives [{listing}]")
 
 
-# --- exercise 3: the fewest GPUs ------------------------------------------------------------------------------------
+# ---- exercise 3: the fewest GPUs
+
+
 def min_gpus_case(fn, n_params: float, stage: int, memory: float, other: float, want: int | None,
                   what: str | None = None) -> None:
     """fn(n_params, stage, memory, other) against `want` GPUs (an exact int), or None where no number fits."""
     __tracebackhide__ = True
     what = what or f"min_gpus({n_params:.4g}, {stage}, {memory:.4g}, {other:.3g})"
-    got = _call(fn, (n_params, stage, memory, other), _calculator_off, (estimate,))
+    got = _answer(fn, n_params, stage, memory, other, what=what)
     if want is None:
-        hint = DDP_FLOOR_HINT if stage == 0 else checks.HINTS["replicated_floor"]
-        checks.expect(got is None, f"{what}: 多少块 GPU 都放不下，应返回 None，得到 {got!r}\n提示 (hint): {hint}")
-        return
+        if got is None:
+            return
+        if got == math.inf or (type(got) in (int, float) and got <= 0):
+            checks.fail(f"{what}: 多少块 GPU 都放不下，应返回 None，得到 {got!r}", "sharding.none_not_inf")
+        checks.fail(f"{what}: 多少块 GPU 都放不下，应返回 None，得到 {got!r}",
+                    "sharding.ddp_floor" if stage == 0 else "replicated_floor")
     checks.expect(got is not None, f"{what}: 应返回 {want}，得到 None")
     checks.expect_type(got, int, what=what)
-    wrong = [checks.mistake(CEIL_HINT, want - 1)]
+    wrong = [checks.mistake("sharding.min_gpus_ceil", want - 1)]
     if stage in (1, 2):  # everything divided by n, as if ZeRO-3
         wrong.append(checks.mistake("replicated_floor", max(1, math.ceil(16 * n_params / (memory - other)))))
-    if other:  # the same answer as with nothing else on the GPU
-        wrong.append(checks.mistake(OTHER_HINT, _call(fn, (n_params, stage, memory, 0), _calculator_off, (estimate,))))
+    if stage == 0 and want == 1:  # DDP divided by n: more than one GPU "needed"
+        wrong.append(checks.mistake("sharding.ddp_floor", max(1, math.ceil(16 * n_params / (memory - other)))))
+    if other:  # the answer's own value with nothing else on the GPU
+        wrong.append(checks.mistake("sharding.other_bytes", _answer(fn, n_params, stage, memory, 0, what=what)))
     checks.expect_equal(got, want, what=what, mistakes=wrong)
 
 
@@ -273,7 +340,104 @@ def min_gpus_live(fn, held: list[tuple[int, int]], want: list[int], n_ranks: int
                       what=f"min_gpus({n_params:,}, {stage}, {nbytes + other:,} B (measured per rank, n={n_ranks}){extra})")
         if other:
             continue
-        fewer = _call(fn, (n_params, stage, nbytes - 1), _calculator_off, (estimate,))
+        what = f"min_gpus({n_params:,}, {stage}, {nbytes - 1:,} B)"
+        fewer = _answer(fn, n_params, stage, nbytes - 1, 0, what=what)
         checks.expect(fewer is None if stage == 0 else (fewer is not None and fewer > expected),
-                      f"min_gpus({n_params:,}, {stage}, {nbytes - 1:,} B): 比 {n_ranks} 个 rank 实测少一个字节，"
-                      f"{expected} 块就放不下了，得到 {fewer!r}")
+                      f"{what}: 比 {n_ranks} 个 rank 实测少一个字节，{expected} 块就放不下了，得到 {fewer!r}")
+
+
+# ---- exercise 4: tensor parallelism
+
+
+def tp_case(fn, tokens: int, d: int, d_ff: int, t: int, dtype_bytes: int, bias: bool, want: dict,
+            what: str | None = None) -> None:
+    """fn(tokens, d, d_ff, t, dtype_bytes, bias) against `want` {"params", "allreduce"} bytes per rank, each an
+    exact int."""
+    __tracebackhide__ = True
+    what = what or f"tp_block_bytes({tokens:,}, {d}, {d_ff}, {t}, {dtype_bytes}, bias={bias})"
+    got = _answer(fn, tokens, d, d_ff, t, dtype_bytes, bias, what=what)
+    checks.expect_type(got, dict, what=what)
+    checks.expect(set(got) == {"params", "allreduce"}, f"{what}: 应返回 {{'params', 'allreduce'}} 两个键，得到 {sorted(got)}")
+    p = dtype_bytes
+    norms = 2 * d * p
+    row_bias = 2 * d * p if bias else 0
+    matrices = (4 * d * d + 2 * d * d_ff) * p
+    checks.expect_type(got["params"], int, what=f"{what}['params']")
+    divided = [checks.mistake("sharding.tp_norms", want["params"] - norms + norms // t),
+               checks.mistake("sharding.tp_row_bias", want["params"] - row_bias + row_bias // t)]
+    if bias and got["params"] != want["params"]:
+        # the norms divided by t and the row biases divided by t give the same number (both 2d): the same block
+        # without biases says which; right there, the mistake is in the biases
+        plain = _answer(fn, tokens, d, d_ff, t, dtype_bytes, False, what=what.replace("bias=True", "bias=False"))
+        bias_bytes = p * ((3 * d + d_ff) // t + 2 * d)  # the biases one rank holds
+        if type(plain) is dict and plain.get("params") == want["params"] - bias_bytes:
+            divided.reverse()
+    checks.expect_equal(got["params"], want["params"], what=f"{what}['params']", mistakes=[
+        *divided,
+        checks.mistake("sharding.tp_norms", want["params"] - norms - row_bias + (norms + row_bias) // t),
+        checks.mistake("sharding.tp_unsharded", want["params"] + matrices - matrices // t),
+        checks.mistake("sharding.tp_per_rank", want["params"] * t),
+        checks.mistake("bits_for_bytes", want["params"] * 8),
+    ], terms={"2·d·dtype_bytes (the two norms)": norms, "d·dtype_bytes (one row-parallel bias)": d * p})
+    S = tokens * d * p
+    checks.expect_type(got["allreduce"], int, what=f"{what}['allreduce']")
+    checks.expect_equal(got["allreduce"], want["allreduce"], what=f"{what}['allreduce']", mistakes=[
+        checks.mistake("sharding.tp_backward", want["allreduce"] // 2),
+        checks.mistake("sharding.tp_row_only", 2 * want["allreduce"]),
+        checks.mistake("sharding.tp_tensor_size", round(want["allreduce"] * 2 * (t - 1) / t)),
+        checks.mistake("sharding.tp_per_rank", want["allreduce"] * t),
+        checks.mistake("bits_for_bytes", want["allreduce"] * 8),
+    ], terms={"S = tokens·d·dtype_bytes (one all-reduce)": S})
+
+
+def tp_live(fn, live: LiveGroup, cases) -> None:
+    """Each case (model config, tensor-parallel ranks t, recipe, batch, seq) run by lecture2.parallel on the live
+    group: one TransformerBlock of that shape split over t ranks, one forward + backward. fn against the parameter
+    bytes each rank holds and the bytes of the all-reduces its step issued, measured."""
+    __tracebackhide__ = True
+    jobs = [distributed.Job("tp", n_ranks=t, model=m, recipe=r, batch=b, seq=s, seed=i)
+            for i, (m, t, r, b, s) in enumerate(cases)]
+    for res, (m, t, r, b, s) in zip(live.run(jobs), cases):
+        d, d_ff = m["d_model"], m.get("d_ff") or 4 * m["d_model"]
+        bias = bool(m.get("bias", False))
+        p = 2 if r.startswith("bf16") else 4
+        for rank, report in enumerate(res.ranks):
+            checks.expect(max(report["errors"].values()) < (0.5 if p == 2 else 1e-3),
+                          f"the split block disagrees with the whole one ({report['errors']}): a bug of lecture2.parallel")
+            reduced = sum(c["bytes"] for c in report["collectives"] if c["op"] == "all_reduce")
+            tp_case(fn, b * s, d, d_ff, t, p, bias, want={"params": report["held"]["params"], "allreduce": reduced},
+                    what=f"tp_block_bytes({b * s}, {d}, {d_ff}, {t}, {p}, bias={bias})  vs rank {rank} measured "
+                         f"({len(report['collectives'])} all-reduces in its step)")
+
+
+# How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
+ORACLE = {
+    "bytes_per_rank": answers.Oracle(
+        returns="the dict {params, grads, optimizer} of ints it returns, called beside the answer by the "
+                "without_instruments instrument (lecture2's calculator and engines switched off there)",
+        expected="the bytes every rank of a live process group, started in the judge, holds between steps under "
+                 "lecture2.zero (2, 3 and 4 ranks, drawn GPTs whose N need not divide, every recipe); the paper's "
+                 "7B over 256 GPUs and the notebook's table (padded to n·ceil(N/n)) for drawn sizes",
+        tampering="only the returned numbers are graded. The switch-off of the calculator happens in the student's "
+                  "process: an answer that restores it there gets the calculator's numbers, which equal the formula "
+                  "the exercise asks for (it gains nothing it could not write itself; the static scan points to it)"),
+    "comm_bytes_per_step": answers.Oracle(
+        returns="the float it returns, called beside the answer with the instruments switched off",
+        expected="the collectives one step of lecture2.zero issues on a live group in the judge (counted by wrapping "
+                 "torch.distributed), converted by the ring model; bf16 and fp32 reduce dtypes, 2-4 ranks; the "
+                 "lecture's 7B references and the table for drawn sizes",
+        tampering="only the returned number is graded (as for bytes_per_rank)"),
+    "min_gpus": answers.Oracle(
+        returns="the int or None it returns, called beside the answer with the instruments switched off",
+        expected="the lecture's H100 cases from the table; budgets equal to the bytes a rank of a live 2-rank group "
+                 "in the judge holds (and one byte less); drawn budgets from the notebook's rule",
+        tampering="only the returned values are graded (as for bytes_per_rank)"),
+    "tp_block_bytes": answers.Oracle(
+        returns="the dict {params, allreduce} of ints it returns, called beside the answer with the instruments "
+                "switched off",
+        expected="the parameter bytes each rank holds and the all-reduce bytes its forward + backward issues when "
+                 "lecture2.parallel splits a TransformerBlock Megatron-style over a live group in the judge (2 and 4 "
+                 "ranks, with and without biases, fp32 and bf16), its outputs and gradients checked against the "
+                 "whole block; the 7B layer on 8 GPUs and the table for drawn shapes",
+        tampering="only the returned numbers are graded (as for bytes_per_rank)"),
+}

@@ -148,4 +148,12 @@ def flops_per_token(config, T, attention=True):
     n = L * 12 * d * d + config.vocab_size * d
     return 6 * n + (12 * L * T * d if attention else 0)
 ''', HINTS["d_ff_per_token"], visible=True),
+    Planted("ex05_flops_per_token", "the calculator's formula instead of one's own", '''
+def flops_per_token(config, T, attention=True):
+    from lecture2 import estimate
+    d, L, V = config.d_model, config.n_layer, config.vocab_size
+    d_ff = config.d_ff if config.d_ff is not None else 4 * d
+    n = L * (4 * d * d + 2 * d * d_ff) + V * d
+    return int(estimate.flops_per_token(n, L if attention else 0, d, T))
+''', HINTS["calculator_off"]),
 ]

@@ -401,4 +401,15 @@ def grad_norm_report(model):
     nonfinite = [n for n, p in model.named_parameters() if p.grad is not None and bool(torch.isnan(p.grad).any())]
     return {"global_norm": norm, "nonfinite": nonfinite}
 ''', HINTS["timing.names"]),
+    Planted("ex08_mfu", "the calculator's formula instead of one's own", '''
+def achieved_flops(flops, seconds):
+    return flops / seconds
+
+def training_flops_per_token(n_params, n_layer, d_attn, seq_len):
+    from lecture2 import estimate
+    return float(estimate.flops_per_token(n_params, n_layer, d_attn, seq_len))
+
+def mfu(model_flops_per_token, tokens_per_step, step_seconds, peak):
+    return model_flops_per_token * tokens_per_step / step_seconds / peak
+''', HINTS["calculator_off"]),
 ]

@@ -52,7 +52,7 @@ def training_days(n_params, n_tokens, n_gpus, peak_flops, mfu):
 def training_days(n_params, n_tokens, n_gpus, peak_flops, mfu):
     from lecture2.estimate import training_flops, training_seconds
     return training_seconds(training_flops(n_params, n_tokens), n_gpus, peak_flops, mfu) / 86400
-''', HINTS["cost.calculator"]),
+''', HINTS["calculator_off"]),
     Planted("ex09_training_cost", "days not turned into hours", '''
 def training_cost(days, n_gpus, usd_per_gpu_hour):
     return days * n_gpus * usd_per_gpu_hour
@@ -77,7 +77,7 @@ def cost_per_1k_tokens(cost_usd, n_tokens):
 def training_cost(days, n_gpus, usd_per_gpu_hour):
     from lecture2 import estimate
     return estimate.cost_usd(estimate.gpu_hours(days * 86400, n_gpus), usd_per_gpu_hour)
-''' + _COST_OK, HINTS["cost.calculator"]),
+''' + _COST_OK, HINTS["calculator_off"]),
     Planted("ex09_inverse", "round instead of ceil", '''
 def gpus_needed(n_params, n_tokens, days, peak_flops, mfu):
     return round(6 * n_params * n_tokens / (peak_flops * mfu * days * 86400))
@@ -115,7 +115,7 @@ def tokens_affordable(budget_usd, n_params, peak_flops, mfu, usd_per_gpu_hour):
     import lecture2.estimate as calc
     flops_per_token = calc.training_flops(n_params, 1)
     return budget_usd / usd_per_gpu_hour * 3600 * peak_flops * mfu / flops_per_token
-''', HINTS["cost.calculator"]),
+''', HINTS["calculator_off"]),
 ]
 
 # the judge path (lecture2.answers): usual mistakes the list above did not plant yet

@@ -1,0 +1,94 @@
+"""lecture2.network: NCCL's bus bandwidth and latency model of a collective on a cluster, and the α-β fit."""
+import math
+
+import pytest
+
+from lecture2 import hardware, network
+
+DGX = hardware.cluster("dgx-h100")
+
+
+@pytest.mark.parametrize("op, n, factor", [("all_reduce", 2, 1.0), ("all_reduce", 256, 2 * 255 / 256),
+                                           ("all_gather", 4, 0.75), ("reduce_scatter", 8, 7 / 8),
+                                           ("broadcast", 8, 1.0), ("all_reduce", 1, 0.0)])
+def test_bus_factor_is_what_a_ring_rank_sends(op, n, factor):
+    """Is the bus-bandwidth factor nccl-tests' 2(n-1)/n, (n-1)/n, 1 (and 0 for one rank)?"""
+    assert network.bus_factor(op, n) == pytest.approx(factor, rel=1e-12)
+
+
+def test_a_node_sees_nvlink_and_nodes_see_their_nics():
+    """Inside a node is the bus bandwidth NVLink's (450 GB/s per direction); across nodes min(NVLink, ranks per
+    node x NIC bandwidth per GPU): 400 GB/s with 8 ranks per DGX H100, one NIC's 50 GB/s with 1?"""
+    assert network.link(DGX, 8).bus_bytes_per_s == 450e9
+    assert network.link(DGX, 256, 8).bus_bytes_per_s == 400e9
+    assert network.link(DGX, 256, 4).bus_bytes_per_s == 200e9
+    assert network.link(DGX, 32, 1).bus_bytes_per_s == 50e9
+    assert network.link(hardware.cluster("dgx-a100"), 64, 8).bus_bytes_per_s == 200e9  # 8 x 200 Gb/s < 300 GB/s NVLink
+
+
+def test_the_zero3_step_of_the_lecture_on_eight_nics():
+    """Does ZeRO-3's 41.8 GB per GPU per step (7B in bf16, 256 GPUs) take about 0.105 s of bandwidth at 400 GB/s,
+    the issue's 0.11 s, not the 0.84 s of one NIC?"""
+    lk = network.link(DGX, 256, 8)
+    seconds = (network.collective_seconds("all_gather", 14e9, lk, 2) + network.collective_seconds("reduce_scatter", 14e9, lk)
+               - 3 * network.latency_seconds("all_gather", lk))
+    assert seconds == pytest.approx(3 * 255 / 256 * 14e9 / 400e9, rel=1e-12)
+    assert 0.10 < seconds < 0.11
+
+
+def test_latency_follows_nccls_ring_model():
+    """Is a ring's latency 8.4 us + 3.4 us per step inside a node + 14 us per step across (NCCL's tuning.cc), with
+    an all-reduce's 2(n-1) steps of which 2(nodes-1) cross, and the 1.9 plateau for large multi-node ones?"""
+    inside = network.link(DGX, 8)
+    assert network.latency_seconds("all_gather", inside) == pytest.approx(8.4e-6 + 7 * 3.4e-6)
+    across = network.link(DGX, 16, 8)
+    small = network.latency_seconds("all_reduce", across, 1024)
+    assert small == pytest.approx(8.4e-6 + (30 - 2) * 3.4e-6 + 2 * 14e-6)
+    assert network.latency_seconds("all_reduce", across, 2**30) == pytest.approx(1.9 * small)
+    assert network.collective_seconds("all_reduce", 1e9, network.link(DGX, 1)) == 0.0
+
+
+def test_hierarchical_pays_three_phases_and_the_flat_ring_pipelines_them():
+    """Is the three-phase all-reduce (inside, across, inside) slower in bandwidth than NCCL's flat ring?"""
+    flat = network.collective_seconds("all_reduce", 14e9, network.link(DGX, 256, 8))
+    tiers = network.hierarchical_all_reduce_seconds(14e9, DGX, 256, 8)
+    inside = network.link(DGX, 8, 8)
+    expected = (2 * network.collective_seconds("reduce_scatter", 14e9, inside)
+                + network.collective_seconds("all_reduce", 14e9 / 8,
+                                             network.Link(32, 50e9, network.NCCL_BASE_LATENCY_S, 32, 0.0,
+                                                          network.NCCL_NET_STEP_S, network.NCCL_RING_PLATEAU)))
+    assert tiers == pytest.approx(expected, rel=1e-12)
+    assert flat < tiers
+
+
+def test_fit_recovers_latency_and_bandwidth():
+    """From two exact (size, time) points of alpha + S f / B, does fit return alpha and B and predict a third?"""
+    alpha, bus, f = 50e-6, 2e9, network.bus_factor("all_reduce", 4)
+    t = lambda s: alpha + s * f / bus  # noqa: E731
+    fit = network.fit("all_reduce", 4, (1e5, 1e7), (t(1e5), t(1e7)))
+    assert fit.latency_s == pytest.approx(alpha, rel=1e-9) and fit.bus_bytes_per_s == pytest.approx(bus, rel=1e-9)
+    assert fit.predict(3e6) == pytest.approx(t(3e6), rel=1e-12)
+    assert network.collective_seconds("all_reduce", 3e6, fit.as_link()) == pytest.approx(t(3e6), rel=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: network.fit("all_reduce", 2, (1e6, 1e5), (1.0, 2.0)),
+    lambda: network.fit("all_reduce", 2, (1e5, 1e6), (2.0, 1.0)),
+    lambda: network.bus_factor("all_to_all", 4),
+    lambda: network.link(DGX, 12, 8),
+    lambda: network.link(DGX, 16, 16),
+    lambda: network.collective_seconds("all_gather", -1, network.link(DGX, 8)),
+    lambda: network.Link(2, 0.0, 0.0),
+])
+def test_bad_input_is_refused(call):
+    """Do noise (the larger message not slower), unknown ops, layouts that do not tile nodes and bad numbers raise?"""
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_every_cluster_row_has_a_datasheet_and_a_gpu_row():
+    """Does each cluster name its datasheet, a GPU of the peak table, and NICs slower per GPU than NVLink?"""
+    for c in hardware.CLUSTERS.values():
+        assert c.source and c.gpu in hardware.GPUS and c.gpus_per_node == 8
+        assert 0 < c.nic_bytes_per_s_per_gpu < c.nvlink_bytes_per_s
+        assert math.isclose(c.nic_bytes_per_s * c.nics_per_node / c.gpus_per_node, c.nic_bytes_per_s_per_gpu)
