@@ -6,7 +6,10 @@ Modules, one job each:
     models    the small MLP, the pre-norm TransformerBlock and the GPT stack the notebooks measure
     training_state  bytes a model and its optimizer hold right now (params, grads, optimizer states)
     estimate  the accounting calculator's arithmetic (FLOPs, time, cost, memory recipes of a training run)
-    checks    comparisons and mistake hints for the notebooks' test cells
+    checks    comparisons and mistake hints (by key) for the notebooks' test cells
+    answers   the one seam between a check and a student's answer: call, observe, session (plain data both ways)
+    wire      the plain data that crosses that seam, and its strict decoder
+    exercises the check cases of each notebook's exercises, and the instruments that run beside an answer
     fmt       bytes, FLOPs and seconds for people
     plots     the figures the notebooks share
     profile   a device profile (matmul FLOP/s, bandwidth, predictions vs measurements) and the shipped ones
@@ -14,9 +17,12 @@ Modules, one job each:
     distributed  a live torch.distributed process group started from a notebook (notebook 10): bytes held
               and collectives issued per rank under DDP, ZeroRedundancyOptimizer, FSDP2 and lecture2.zero
     zero      the paper's ZeRO stages 0-3 written out on flat buffers (run by lecture2.distributed's workers)
+    parallel  Megatron-style tensor parallelism of the course's block (column/row-parallel layers)
+    network   collectives as NCCL runs them: bus bandwidth within and across nodes, latency, overlap
+    planner   a training run planned with TP × PP × DP (ZeRO, SP, micro-batches, the bubble): memory, time, MFU
     cli       `python -m lecture2 ...`
 
-distributed and zero are imported on use (`from lecture2 import distributed`), not here: `import lecture2`
+distributed, zero, parallel, network and planner are imported on use (`from lecture2 import distributed`), not here: `import lecture2`
 stays light, and `python -m lecture2.distributed` (a worker) starts clean.
 """
 from . import checks, estimate, fmt, hardware, measure, models, training_state
