@@ -41,6 +41,7 @@ an all_reduce or broadcast, the input of a reduce_scatter, the output of an all_
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -213,6 +214,12 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+
+def _is_job(value) -> bool:
+    """A Job, by its class's name: a test cell reloads this module (fresh copies for the check), and a Job made
+    before the reload is still one."""
+    return dataclasses.is_dataclass(value) and not isinstance(value, type) and type(value).__qualname__ == "Job"
+
 class Group:
     """`n_ranks` worker processes joined in one process group, alive for the `with` block:
 
@@ -315,9 +322,9 @@ class Group:
         """Run `jobs` one after the other on the group; returns one JobResult per job."""
         if self._dir is None:
             raise RuntimeError("先启动 Group (use `with Group(n) as group:`)")
-        jobs = [jobs] if isinstance(jobs, Job) else list(jobs)
+        jobs = [jobs] if _is_job(jobs) else list(jobs)
         for job in jobs:
-            if not isinstance(job, Job):
+            if not _is_job(job):
                 raise TypeError(f"需要 distributed.Job, 得到 {type(job).__name__}")
             if (job.n_ranks or self.n_ranks) > self.n_ranks:
                 raise ValueError(f"job 要 {job.n_ranks} 个 rank, 但 group 只有 {self.n_ranks} 个")
@@ -388,8 +395,8 @@ class Group:
 
 def run(jobs: list[Job] | Job, n_ranks: int = 2, *, timeout: float = 90.0, backend: str | None = None) -> list[JobResult]:
     """Start a group of `n_ranks` processes, run `jobs` on it, end it; returns one JobResult per job."""
-    jobs = [jobs] if isinstance(jobs, Job) else list(jobs)
-    torch_engines = any(isinstance(j, Job) and j.engine != "textbook" for j in jobs)
+    jobs = [jobs] if _is_job(jobs) else list(jobs)
+    torch_engines = any(_is_job(j) and j.engine != "textbook" for j in jobs)
     with Group(n_ranks, timeout=timeout, backend=backend, torch_engines=torch_engines) as group:
         return group.run(jobs)
 
