@@ -6,7 +6,10 @@
 #   make release    regenerate notebooks/ (the student release) from solutions/
 #   make grade      grade every submission under submitted/ in bubblewrap sandboxes, write feedback/ and grades.csv
 #   make validate   check a notebook as the grader will (NOTEBOOK=notebooks/lec02/NAME.ipynb; default: all)
-#   make collect    unpack an LMS download (ZIP=submissions.zip, Canvas or Moodle) into submitted/
+#   make collect    merge an LMS download into submitted/, notebook by notebook (ZIP="submissions.zip late.zip";
+#                   Canvas, Moodle, hand-in zips, nbgrader's exchange inbound folder); earlier copies kept in history
+#   make export     the grades for Canvas's and Moodle's import: export/canvas.csv, export/moodle.csv
+#   make handin     as a student would: validate every notebook, then write lec02-handin.zip (STUDENT=id optional)
 #   make bundle     the student bundle: dist/lecture2-student.zip
 # Setup options (the first time, before .venv exists):
 #   make setup TORCH=cpu      PyTorch's CPU-only build from PyTorch's own wheel index (a computer without an
@@ -54,7 +57,7 @@ ifeq ($(TORCH),cpu)
 	echo cpu > $(VENV)/.torch
 endif
 	$(BIN)/python -m pip install --quiet -e '.$(EXTRAS)'
-	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (lecture2)" >/dev/null
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
 	$(BIN)/jupyter trust notebooks/*/*.ipynb >/dev/null 2>&1 || true
 	touch $(STAMP)
 
@@ -69,7 +72,7 @@ env: setup
 	$(BIN)/python -m lecture2 env
 # <<< end of the block shared with the student bundle
 
-.PHONY: test test-fast release grade validate collect bundle clean-grading
+.PHONY: test test-fast release grade validate collect export handin bundle clean-grading
 
 # The whole suite: tests/ and, with --nbval, every notebook of solutions/ run and compared cell by cell.
 test: setup
@@ -86,8 +89,14 @@ grade: setup
 	$(BIN)/python -m lecture2_grader $(GRADE_ARGS)
 
 collect: setup
-	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=submissions.zip"; exit 2; }
+	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=submissions.zip   (several: ZIP=\"a.zip late.zip\")"; exit 2; }
 	$(BIN)/python -m lecture2_grader.collect $(ZIP)
+
+export: setup
+	$(BIN)/python -m lecture2_grader.export
+
+handin: setup
+	$(BIN)/python -m lecture2_grader.handin $(if $(STUDENT),--student "$(STUDENT)")
 
 NOTEBOOK ?= $(wildcard notebooks/lec02/*.ipynb)
 validate: setup
@@ -96,5 +105,9 @@ validate: setup
 bundle: setup
 	$(BIN)/python -m tools.bundle
 
+# Derived outputs are removed; what cannot be made again (submissions, the LMS downloads, the gradebook with its
+# manual grades) is moved into .trash/<time>/, never deleted.
 clean-grading:
-	rm -rf submitted autograded feedback downloaded class_report gradebook.db grades.csv mistakes.csv dist
+	@t=.trash/$$(date +%Y%m%dT%H%M%S); for d in submitted downloaded gradebook.db; do \
+	  if [ -e $$d ]; then mkdir -p $$t && mv $$d $$t/ && echo "moved $$d to $$t/"; fi; done
+	rm -rf autograded feedback class_report export grades.csv notebooks.csv mistakes.csv mistakes_by_student.csv dist

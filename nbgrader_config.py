@@ -23,10 +23,21 @@ c.ClearSolutions.code_stub = {
 }
 c.ClearSolutions.text_stub = "在这里写你的答案 (YOUR ANSWER HERE)"
 
-# The release carries no outputs, and feedback HTML never shows hidden tests.
+# The release carries no outputs.
 c.ClearOutput.enabled = True
-c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
-    "nbgrader.preprocessors.ClearHiddenTests",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-]
+
+# nbgrader's own grading commands go through the course's sandboxed grader (lecture2_grader.nbgrader_hooks): the
+# formgrader's Autograde and Generate Feedback buttons, `nbgrader autograde` and `nbgrader generate_feedback` run
+# `make grade` for the students they name and never execute a notebook themselves, nor remove autograded/.
+c.Autograde.exporter_class = "lecture2_grader.nbgrader_hooks.GradeWithCourseGrader"
+c.GenerateFeedback.exporter_class = "lecture2_grader.nbgrader_hooks.GradeWithCourseGrader"
+
+# The term, read by `make collect`, `make grade` and `make export` (lecture2_grader.intake, .export):
+#   due              the due date, ISO 8601 with a UTC offset; a notebook submitted after it is late (grades.csv,
+#                    notebooks.csv, the class report, the gradebook). Unset: only the LMS's own late marks count.
+#   lms_timezone     the zone of the times in the LMS's zip files (default: the due date's offset)
+#   canvas_assignment  the assignment column of export/canvas.csv, as Canvas's own export names it, e.g.
+#                    "Lecture 2 notebooks (987654)"; another name makes Canvas create a new assignment
+# c.Lecture2Grader.due = "2026-03-15T23:59:00+08:00"
+# c.Lecture2Grader.lms_timezone = "Asia/Shanghai"
+# c.Lecture2Grader.canvas_assignment = "Lecture 2 notebooks (987654)"

@@ -2,7 +2,8 @@
 
     autograded/<student>/lec02/<notebook>.ipynb          the instructor's notebook as it ran for the student
                                                          (their answer cells; what each cell printed, as text)
-    autograded/<student>/lec02/<notebook>.grading.json   the grader's results, for the class report
+    autograded/<student>/lec02/<notebook>.grading.json   the grader's results and the notebook's state (graded, blank,
+                                                         missing, unreadable), for grades.csv and the class report
     feedback/<student>/lec02/<notebook>.html             the page the student reads (feedback.py)
 
 Everything is written from the grader's own data. What the student's process printed appears only in the
@@ -24,8 +25,22 @@ from .text import multiline
 MAX_PRINTED = 20_000
 
 
-def summary(result: NotebookResult, job: Job | None = None) -> dict:
-    """What a notebook's grading leaves for the class report (the grader's own results)."""
+def state(course: Path, nb: Notebook, job: Job | None) -> str:
+    """How the notebook came in: "missing" (no file), "unreadable" (no notebook), "blank" (every answer cell as
+    the release has it: nothing attempted) or "graded"."""
+    path = course / "submitted" / (job.student if job else "") / ASSIGNMENT / nb.name
+    if job is None or not path.is_file():
+        return "missing"
+    if job.judge is None:
+        return "unreadable"
+    stubs = nb.stubs()
+    if all(job.answers.get(gid, stub).strip() == stub.strip() for gid, stub in stubs.items()):
+        return "blank"
+    return "graded"
+
+
+def summary(result: NotebookResult, job: Job | None = None, status: str = "graded") -> dict:
+    """What a notebook's grading leaves for the class report and grades.csv (the grader's own results)."""
     tests = []
     for t in result.tests:
         groups = [{"group": g["group"], "exercise": g["exercise"], "passed": g["passed"], "status": g["status"],
@@ -34,8 +49,19 @@ def summary(result: NotebookResult, job: Job | None = None) -> dict:
         tests.append({"grade_id": t.grade_id, "status": t.status, "points": t.points, "max_points": t.max_points,
                       "groups": groups, "error": (t.error or {}).get("ename")})
     return {"notebook": result.name.removesuffix(".ipynb"), "score": result.score, "tests": tests,
-            "problems": result.problems, "findings": list(job.findings) if job else [],
-            "attempted": bool(job and job.answers)}
+            "problems": result.problems, "findings": list(job.findings) if job else [], "state": status,
+            "attempted": status == "graded"}
+
+
+def load(course: Path, student: str) -> dict[str, dict]:
+    """Notebook stem -> the grading summary of `student`'s notebook (those graded so far)."""
+    found = {}
+    for path in sorted((course / "autograded" / student / ASSIGNMENT).glob("*.grading.json")):
+        try:
+            found[path.name.removesuffix(".grading.json")] = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def executed_notebook(nb_path: Path, nb: Notebook, job: Job, judged: dict | None) -> nbformat.NotebookNode:
@@ -74,9 +100,24 @@ def write(course: Path, nb: Notebook, job: Job, judged: dict | None, result: Not
     target = course / "autograded" / job.student / ASSIGNMENT
     target.mkdir(parents=True, exist_ok=True)
     nbformat.write(executed_notebook(course / "solutions" / ASSIGNMENT / nb.name, nb, job, judged), target / nb.name)
-    (target / f"{nb.stem}.grading.json").write_text(json.dumps(summary(result, job), ensure_ascii=False), encoding="utf-8")
+    status = state(course, nb, job)
+    (target / f"{nb.stem}.grading.json").write_text(json.dumps(summary(result, job, status), ensure_ascii=False),
+                                                    encoding="utf-8")
     page = feedback.page(nb, course / "notebooks" / ASSIGNMENT / nb.name, result, job.answers,
                          (judged or {}).get("cells") or [])
     out = course / "feedback" / job.student / ASSIGNMENT / f"{nb.stem}.html"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
+    exchange_files(course, job.student)
+
+
+def exchange_files(course: Path, student: str) -> None:
+    """Beside the feedback pages, what `nbgrader release_feedback` reads there (JupyterHub's exchange): the
+    submission's timestamp.txt and submission_secret.txt (from submitted/, or the intake's history)."""
+    target = course / "feedback" / student / ASSIGNMENT
+    submitted = course / "submitted" / student
+    for name in ("timestamp.txt", "submission_secret.txt"):
+        for source in (submitted / ASSIGNMENT / name, submitted / "history" / ASSIGNMENT / name):
+            if source.is_file() and not source.is_symlink() and source.stat().st_size < 4096:
+                (target / name).write_bytes(source.read_bytes())
+                break

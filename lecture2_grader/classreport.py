@@ -1,166 +1,304 @@
-"""Stage 8: what the class got wrong, for the instructor: mistakes.csv and class_report/ (HTML + PNGs).
+"""Stage 8: what the class did, for the instructor: class_report/index.html, mistakes.csv, mistakes_by_student.csv.
 
-Every failed check already knows which usual mistake it matched (its hint). After grading, each student's
-results sit beside their autograded notebooks (`<notebook>.grading.json`, written by the grader); this
-module reads them for every student in the gradebook and writes
+Made after grading from the grader's own results (each student's `<notebook>.grading.json`, the gradebook, the
+intake records), never from anything a student's code printed:
 
-    mistakes.csv               one row per notebook, exercise (test cell), check group and usual mistake:
-                               its hint key (lecture2.checks.HINTS) and text, how many students, and who
-    class_report/index.html    the score distribution per notebook, the pass rate per exercise and check
-                               group, each exercise's usual mistakes ranked by frequency, and the answers
-                               the static scan withheld (construct and line) for review
+    class_report/index.html    read in a minute, top to bottom: the class in numbers; the total score's
+                               distribution; one small panel per notebook (scores, blank, missing); one row per
+                               student (score, notebooks late, blank, missing, unreadable, flagged, manual
+                               grades); pass rates per exercise and check group among the students who attempted
+                               it (those who did not are counted apart); each exercise's usual mistakes, ranked,
+                               with the hint in Chinese and its English term, and who made them; the answers the
+                               static scan flagged for a look. Offline: no script, no CDN; two PNGs beside it.
+    mistakes.csv               one row per notebook, exercise, check group and usual mistake (attempted work only):
+                               its hint key and text, how many made it, of how many who attempted the exercise
+    mistakes_by_student.csv    the same, one row per student who made it (for a spreadsheet's filters)
 """
 from __future__ import annotations
 
 import csv
-import html
-import json
-from collections import Counter, defaultdict
+import math
+from collections import defaultdict
 from pathlib import Path
 
-from . import ASSIGNMENT
-from .text import csv_cell
+from . import artifacts, gradebook
+from .text import csv_cell, html
+
+OTHER = {"timeout": ("timeout", "超时 (timeout): 检查在时间限制内没有结束"),
+         "not run": ("not-run", "没有运行 (not run): notebook 在这项检查之前就停了"),
+         "error": ("raised", "答案抛出了异常 (the answer raised an exception)")}
+NO_HINT = ("no-hint", "没有匹配到常见错误 (no usual mistake matched)")
+UNATTEMPTED = {"not implemented"}
 
 
 def load(course: Path, students: list[str]) -> dict[str, dict[str, dict]]:
-    """student -> notebook stem -> summary, for the students given (those in the gradebook)."""
-    found: dict[str, dict[str, dict]] = {}
-    for student in students:
-        for path in sorted((course / "autograded" / student / ASSIGNMENT).glob("*.grading.json")):
-            found.setdefault(student, {})[path.name.removesuffix(".grading.json")] = json.loads(path.read_text("utf-8"))
-    return found
-
-
-OTHER = {"not implemented": ("not-implemented", "the exercise was not filled in"),
-         "timeout": ("timeout", "the check ran past the time limit"),
-         "not run": ("not-run", "the notebook stopped before this check"),
-         "error": ("raised", "the answer raised an exception")}
+    """student -> notebook stem -> grading summary, for the students given (those in the gradebook)."""
+    return {s: found for s in students if (found := artifacts.load(course, s))}
 
 
 def hint_key(group: dict) -> tuple[str, str]:
     """(key, text) of the usual mistake a failed group matched (the check's hint key), or what happened instead."""
     if group.get("hint_key"):
         return str(group["hint_key"]), str(group.get("hint") or "")
-    return OTHER.get(group.get("status"), ("no-hint", "no usual mistake matched"))
+    return OTHER.get(group.get("status"), NO_HINT)
 
 
-def mistakes(results: dict[str, dict[str, dict]]) -> list[dict]:
-    """Rows of mistakes.csv, most frequent first within each exercise."""
+def attempted(nb: dict, test: dict) -> bool:
+    """Whether a student attempted the exercise of this test cell: a notebook handed in and filled, and the
+    exercise not a stub (the judge saw NotImplementedError in every group)."""
+    return nb.get("state", "graded") == "graded" and test["status"] not in UNATTEMPTED
+
+
+def mistakes(results: dict[str, dict[str, dict]]) -> tuple[list[dict], dict[tuple, dict]]:
+    """Rows of mistakes.csv (attempted work only, most frequent first within each test cell), and per test cell
+    {attempted: n, unattempted: n, groups: {group: passed count}}."""
     who: dict[tuple, set[str]] = defaultdict(set)
     texts = {}
+    tally: dict[tuple, dict] = defaultdict(lambda: {"attempted": 0, "unattempted": 0, "groups": defaultdict(int),
+                                                    "exercise": {}})
     for student, notebooks in results.items():
         for stem, nb in notebooks.items():
             for test in nb["tests"]:
-                if test["status"] == "passed":
+                t = tally[(stem, test["grade_id"])]
+                if not attempted(nb, test):
+                    t["unattempted"] += 1
+                    for group in test["groups"]:
+                        t["groups"].setdefault(group["group"], 0)
+                        t["exercise"][group["group"]] = group.get("exercise", "")
                     continue
+                t["attempted"] += 1
                 for group in test["groups"]:
-                    if group["passed"]:
+                    t["exercise"][group["group"]] = group.get("exercise", "")
+                    t["groups"][group["group"]] += bool(group["passed"])
+                    if group["passed"] or group.get("status") in UNATTEMPTED:
                         continue
                     key, text = hint_key(group)
                     ident = (stem, test["grade_id"], group["group"], key)
                     who[ident].add(student)
                     texts[ident] = text
-    rows = [{"notebook": k[0], "test": k[1], "group": k[2], "hint_key": k[3], "hint": texts[k],
-             "students": len(v), "who": ";".join(sorted(v))} for k, v in who.items()]
-    return sorted(rows, key=lambda r: (r["notebook"], r["test"], -r["students"], r["hint_key"]))
+    rows = [{"notebook": k[0], "test": k[1], "group": k[2], "hint_key": k[3], "hint": texts[k], "students": len(v),
+             "attempted": tally[k[:2]]["attempted"], "who": sorted(v)} for k, v in who.items()]
+    rows.sort(key=lambda r: (r["notebook"], r["test"], -r["students"], r["hint_key"]))
+    return rows, dict(tally)
 
 
 def write(course: Path, students: list[str], max_scores: dict[str, float]) -> tuple[Path, Path]:
-    """mistakes.csv and class_report/index.html for `students`; returns both paths."""
+    """mistakes.csv, mistakes_by_student.csv and class_report/ for `students`; returns mistakes.csv and the page."""
     results = load(course, students)
-    rows = mistakes(results)
+    rows, tally = mistakes(results)
     csv_path = course / "mistakes.csv"
     with csv_path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["notebook", "test", "group", "hint_key", "hint", "students", "who"])
-        writer.writeheader()
-        writer.writerows({k: csv_cell(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows)
+        writer = csv.writer(f)
+        writer.writerow(["notebook", "test", "group", "hint_key", "hint", "students", "attempted", "unattempted"])
+        for r in rows:
+            writer.writerow([r["notebook"], csv_cell(r["test"]), csv_cell(r["group"]), csv_cell(r["hint_key"]),
+                             csv_cell(r["hint"]), r["students"], r["attempted"],
+                             tally[(r["notebook"], r["test"])]["unattempted"]])
+    with (course / "mistakes_by_student.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["notebook", "test", "group", "hint_key", "student"])
+        for r in rows:
+            for student in r["who"]:
+                writer.writerow([r["notebook"], csv_cell(r["test"]), csv_cell(r["group"]), csv_cell(r["hint_key"]),
+                                 csv_cell(student)])
     folder = course / "class_report"
     folder.mkdir(exist_ok=True)
     for old in folder.glob("*.png"):
         old.unlink()
-    figures = _figures(results, rows, max_scores, folder)
-    flagged = [(student, stem, "; ".join(nb.get("findings") or [])) for student, nbs in sorted(results.items())
-               for stem, nb in sorted(nbs.items()) if nb.get("findings")]
-    page = ["<!doctype html><meta charset='utf-8'><title>Class report</title>",
-            "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}td,th{padding:2px 8px;text-align:left}"
-            "img{max-width:100%}</style>",
-            f"<h1>Class report — {len(results)} students</h1>",
-            "<p>Made by <code>make grade</code> from the grader's own results (not from anything a student's code "
-            "printed). <a href='../mistakes.csv'>mistakes.csv</a> has every row.</p>"]
-    for title, name in figures:
-        page += [f"<h2>{html.escape(title)}</h2>", f"<img src='{name}' alt='{html.escape(title)}'>"]
-    page.append("<h2>Answers the static scan flagged for a look (scored as usual)</h2>")
-    if flagged:
-        page.append("<table><tr><th>student</th><th>notebook</th><th>constructs and lines</th></tr>")
-        page += [f"<tr><td>{html.escape(s)}</td><td>{html.escape(n)}</td><td>{html.escape(r)}</td></tr>"
-                 for s, n, r in flagged]
-        page.append("</table>")
-    else:
-        page.append("<p>none</p>")
-    page.append("<h2>Usual mistakes</h2><table><tr><th>notebook</th><th>test cell</th><th>group</th><th>mistake</th>"
-                "<th>students</th></tr>")
-    page += [f"<tr><td>{html.escape(r['notebook'])}</td><td>{html.escape(r['test'])}</td><td>{html.escape(r['group'])}</td>"
-             f"<td title='{html.escape(r['hint'])}'>{html.escape(r['hint_key'])}</td><td>{r['students']}</td></tr>" for r in rows]
-    page.append("</table>")
+    stems, maxima, table = gradebook.table(course)
+    table = [row for row in table if row["student"] in set(students)]
+    figures = _figures(table, stems, maxima, folder)
+    page = _page(results, rows, tally, table, stems, maxima, figures)
     html_path = folder / "index.html"
-    html_path.write_text("\n".join(page), encoding="utf-8")
+    html_path.write_text(page, encoding="utf-8")
     return csv_path, html_path
 
 
-def _figures(results, rows, max_scores, folder: Path) -> list[tuple[str, str]]:
+CSS = """body{font-family:system-ui,"Noto Sans CJK SC","WenQuanYi Zen Hei",sans-serif;max-width:1360px;margin:1em auto;
+padding:0 1em;color:#222;line-height:1.4}h2{margin-top:1.6em;border-bottom:1px solid #ddd}table{border-collapse:collapse;
+font-size:14px}td,th{border:1px solid #e3e3e3;padding:3px 7px;text-align:left;vertical-align:top}th{background:#f6f6f6;
+position:sticky;top:0}td.n{text-align:right;font-variant-numeric:tabular-nums}.bar{display:inline-block;height:10px;
+background:#55a868;vertical-align:middle}.barbg{display:inline-block;background:#eee;margin-right:5px}
+.warn{background:#fff4e0}.bad{background:#fde8e8}.muted{color:#777}.kpi{display:flex;gap:2em;flex-wrap:wrap}
+.kpi div{font-size:15px}.kpi b{font-size:22px;display:block}details summary{cursor:pointer;color:#1a5fb4}
+img{display:block;max-width:100%}code{font-size:13px}.g{display:inline-block;white-space:nowrap;margin:0 16px 2px 0}"""
+
+
+def _page(results, rows, tally, table, stems, maxima, figures) -> str:
+    max_total = sum(maxima.values())
+    totals = sorted(r["total"] for r in table)
+    n = len(table)
+    count = lambda test: sum(any(test(nb) for nb in r["notebooks"].values()) for r in table)  # noqa: E731
+    median = (totals[(n - 1) // 2] + totals[n // 2]) / 2 if n else 0
+    out = [f"<!doctype html><html lang='zh'><meta charset='utf-8'><title>Class report</title><style>{CSS}</style><body>",
+           f"<h1>Class report — {n} students, {len(stems)} notebooks</h1>",
+           "<p class='muted'>Made by <code>make grade</code> from the grader's own results, never from what a student's "
+           "code printed. <a href='../grades.csv'>grades.csv</a>, <a href='../notebooks.csv'>notebooks.csv</a>, "
+           "<a href='../mistakes.csv'>mistakes.csv</a> and <a href='../mistakes_by_student.csv'>"
+           "mistakes_by_student.csv</a> have every row.</p><div class='kpi'>",
+           f"<div><b>{median:.4g} / {max_total:g}</b>median total</div>",
+           f"<div><b>{(sum(totals) / n if n else 0):.1f}</b>mean total</div>",
+           f"<div><b>{count(lambda nb: nb['late'])}</b>students with a late notebook</div>",
+           f"<div><b>{count(lambda nb: nb['state'] == 'blank')}</b>with a blank notebook</div>",
+           f"<div><b>{count(lambda nb: nb['state'] in ('missing', 'unreadable'))}</b>with a notebook missing or unreadable</div>",
+           f"<div><b>{count(lambda nb: nb['flagged'])}</b>flagged for a look</div></div>"]
+    for title, name, width in figures:
+        out += [f"<h2>{html(title)}</h2>", f"<img src='{name}' width='{width}' alt='{html(title)}'>"]
+    out += _students(table, stems, maxima)
+    out += _pass_rates(tally)
+    out += _mistakes(rows, tally)
+    flagged = [(s, stem, "; ".join(nb.get("findings") or [])) for s, nbs in sorted(results.items())
+               for stem, nb in sorted(nbs.items()) if nb.get("findings")]
+    out.append("<h2>Answers the static scan flagged for a look (scored as usual)</h2>")
+    if flagged:
+        out.append("<table><tr><th>student</th><th>notebook</th><th>constructs and lines</th></tr>")
+        out += [f"<tr><td>{html(s)}</td><td>{html(n_)}</td><td>{html(r, 2000)}</td></tr>" for s, n_, r in flagged]
+        out.append("</table>")
+    else:
+        out.append("<p>none</p>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _students(table, stems, maxima) -> list[str]:
+    max_total = sum(maxima.values())
+    out = ["<h2>Students</h2>", "<p class='muted'>Points per notebook (orange: blank or missing, red: unreadable; "
+           "<b>L</b> late, <b>M</b> a manual grade given, <b>F</b> flagged). Late: hours past the due date "
+           "(c.Lecture2Grader.due), or the LMS's own late mark.</p>",
+           "<table><tr><th>student</th><th>total</th>" + "".join(f"<th title='{html(s)}'>{html(s[:2])}</th>" for s in stems)
+           + "<th>late</th><th>blank</th><th>missing</th><th>flagged</th></tr>"]
+    for row in table:
+        nbs = row["notebooks"]
+        cells = []
+        for stem in stems:
+            nb = nbs[stem]
+            cls = {"blank": "warn", "missing": "warn", "unreadable": "bad"}.get(nb["state"], "")
+            marks = "".join(m for m, on in (("L", nb["late"]), ("M", nb["manual"]), ("F", nb["flagged"])) if on)
+            shown = nb["state"] if nb["state"] in ("missing", "unreadable") else f"{nb['score']:g}"
+            cells.append(f"<td class='n {cls}' title='{html(stem)}: {html(nb['state'])}'>{html(shown)}"
+                         + (f" <b>{marks}</b>" if marks else "") + "</td>")
+        late = ", ".join(f"{s[:2]}" + (f" (+{nbs[s]['late_seconds'] / 3600:.1f} h)" if nbs[s]["late_seconds"] else "")
+                         for s in stems if nbs[s]["late"])
+        def which(test) -> str:
+            hits = [s[:2] for s in stems if test(nbs[s])]
+            return f"all {len(hits)}" if len(hits) == len(stems) > 2 else ", ".join(hits)
+
+        out.append(f"<tr><td>{html(row['student'], 100)}</td><td class='n'>{row['total']:g} / {max_total:g}</td>"
+                   + "".join(cells) + f"<td>{html(late)}</td><td>{which(lambda n: n['state'] == 'blank')}</td>"
+                   f"<td>{which(lambda n: n['state'] in ('missing', 'unreadable'))}</td>"
+                   f"<td>{which(lambda n: n['flagged'])}</td></tr>")
+    out.append("</table>")
+    return out
+
+
+def _bar(fraction: float, width: int = 120) -> str:
+    return (f"<span class='barbg' style='width:{width}px'><span class='bar' "
+            f"style='width:{max(0.0, min(1.0, fraction)) * width:.0f}px'></span></span>")
+
+
+def _pass_rates(tally) -> list[str]:
+    out = ["<h2>Pass rate per exercise and check group</h2>",
+           "<p class='muted'>Among the students who attempted the exercise; those who left it as released (or did "
+           "not hand the notebook in) are counted apart.</p>",
+           "<table><tr><th>notebook</th><th>test cell</th><th>attempted</th><th>unattempted</th>"
+           "<th>check groups: students who passed</th></tr>"]
+    for (stem, test), t in sorted(tally.items()):
+        groups = []
+        for group, passed in t["groups"].items():
+            rate = passed / t["attempted"] if t["attempted"] else 0.0
+            groups.append(f"<span class='g'>{_bar(rate, 50)}{passed} {html(group)}</span>")
+        out.append(f"<tr><td>{html(stem)}</td><td><code>{html(test)}</code></td><td class='n'>{t['attempted']}</td>"
+                   f"<td class='n muted'>{t['unattempted']}</td><td>{''.join(groups)}</td></tr>")
+    out.append("</table>")
+    return out
+
+
+def _mistakes(rows, tally) -> list[str]:
+    out = ["<h2>Usual mistakes, most frequent first (attempted work only)</h2>",
+           "<table><tr><th>notebook / test cell</th><th>group</th><th>mistake: the hint students read</th>"
+           "<th>students</th><th>who</th></tr>"]
+    if not rows:
+        out.append("<tr><td colspan='5'>none</td></tr>")
+    for r in rows:
+        t = tally[(r["notebook"], r["test"])]
+        names = ", ".join(html(w, 100) for w in r["who"])
+        out.append(f"<tr><td>{html(r['notebook'])}<br><code>{html(r['test'])}</code></td><td>{html(r['group'])}</td>"
+                   f"<td><code>{html(r['hint_key'])}</code><br>{html(r['hint'], 600)}</td>"
+                   f"<td class='n'>{r['students']} of {t['attempted']}</td>"
+                   f"<td><details><summary>{len(r['who'])} names</summary>{names}</details></td></tr>")
+    out.append("</table>")
+    return out
+
+
+def _whole_students(ax) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    ax.set_ylim(bottom=0)
+
+
+def _histogram(ax, scores: list[float], maximum: float) -> None:
+    """Students per score: a bar per score (whole or half points) up to 25 points, else bins of whole points."""
+    top = max(1.0, float(maximum))
+    if top <= 25:
+        step = 0.5 if any(abs(s * 2 - round(s * 2)) < 1e-9 and s != int(s) for s in scores) else 1.0
+        counts: dict[float, int] = {}
+        for s in scores:
+            key = round(min(max(s, 0.0), top) / step) * step
+            counts[key] = counts.get(key, 0) + 1
+        ax.bar(list(counts), list(counts.values()), width=0.8 * step, color="#4c72b0")
+        ax.set_xlim(-0.6, top + 0.6)
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    else:
+        width = math.ceil(top / 25)
+        edges = list(range(0, math.ceil(top) + width, width))
+        ax.hist([min(s, edges[-1]) for s in scores], bins=edges, color="#4c72b0", edgecolor="white")
+        ax.set_xlim(0, edges[-1])
+    _whole_students(ax)
+
+
+def _figures(table, stems, maxima, folder: Path) -> list[tuple[str, str, int]]:
+    """The total's histogram and the per-notebook panels, as PNGs drawn at the size the page shows them."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if not table or not stems:
+        return []
     figures = []
-    stems = sorted(max_scores)
-    if results and stems:
-        fig, axes = plt.subplots(1, len(stems), figsize=(3 * len(stems), 2.6), squeeze=False)
-        for ax, stem in zip(axes[0], stems):
-            scores = [nbs[stem]["score"] if stem in nbs else 0.0 for nbs in results.values()]
-            ax.hist(scores, bins=[x - 0.5 for x in range(int(max_scores[stem]) + 2)], color="#4c72b0")
-            ax.set_title(stem, fontsize=8)
-            ax.set_xlabel(f"points (of {max_scores[stem]:g})", fontsize=7)
-        axes[0][0].set_ylabel("students")
-        fig.tight_layout()
-        fig.savefig(folder / "scores.png", dpi=100)
-        plt.close(fig)
-        figures.append(("Score distribution per notebook", "scores.png"))
-    rates = Counter()
-    totals = Counter()
-    for nbs in results.values():
-        for stem, nb in nbs.items():
-            for test in nb["tests"]:
-                for group in test["groups"]:
-                    label = test["grade_id"] + ("" if group["group"] == "all" else f" / {group['group']}")
-                    totals[label] += 1
-                    rates[label] += bool(group["passed"])
-    if totals:
-        labels = sorted(totals)
-        fig, ax = plt.subplots(figsize=(8, 0.25 * len(labels) + 1))
-        ax.barh(labels, [rates[k] / totals[k] for k in labels], color="#55a868")
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("fraction of students who passed")
-        ax.invert_yaxis()
-        ax.tick_params(axis="y", labelsize=7)
-        fig.tight_layout()
-        fig.savefig(folder / "pass_rates.png", dpi=100)
-        plt.close(fig)
-        figures.append(("Pass rate per exercise and check group", "pass_rates.png"))
-    by_test = defaultdict(list)
-    for r in rows:
-        by_test[(r["notebook"], r["test"])].append(r)
-    for i, ((stem, test), items) in enumerate(sorted(by_test.items())):
-        items = sorted(items, key=lambda r: -r["students"])[:8]
-        fig, ax = plt.subplots(figsize=(7, 0.3 * len(items) + 1))
-        ax.barh([f"{r['hint_key']} ({r['group']})" for r in items], [r["students"] for r in items], color="#c44e52")
-        ax.invert_yaxis()
-        ax.set_xlabel("students")
-        ax.set_title(f"{stem} / {test}: usual mistakes", fontsize=9)
-        fig.tight_layout()
-        name = f"mistakes_{i:02d}.png"
-        fig.savefig(folder / name, dpi=100)
-        plt.close(fig)
-        figures.append((f"{stem} / {test}: usual mistakes, most frequent first", name))
+    dpi = 100
+    max_total = sum(maxima.values())
+    fig, ax = plt.subplots(figsize=(9, 3.2), dpi=dpi)
+    _histogram(ax, [r["total"] for r in table], max_total)
+    ax.set_xlabel(f"total points (of {max_total:g})")
+    ax.set_ylabel("students")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(folder / "total.png", dpi=dpi)
+    plt.close(fig)
+    figures.append(("Total score", "total.png", 900))
+    cols = min(5, len(stems))
+    rows_n = math.ceil(len(stems) / cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(2.64 * cols, 2.7 * rows_n), dpi=dpi, squeeze=False)
+    for ax, stem in zip(axes.flat, stems):
+        nbs = [r["notebooks"][stem] for r in table]
+        handed = [nb["score"] for nb in nbs if nb["state"] not in ("missing", "unreadable")]
+        _histogram(ax, handed, maxima[stem])
+        blank = sum(nb["state"] == "blank" for nb in nbs)
+        missing = sum(nb["state"] in ("missing", "unreadable") for nb in nbs)
+        mean = sum(handed) / len(handed) if handed else 0.0
+        ax.set_title(f"{stem}\nmean {mean:.1f}/{maxima[stem]:g}, blank {blank}, missing {missing}", fontsize=9)
+        ax.set_xlabel("points", fontsize=8)
+        ax.tick_params(labelsize=8)
+    for ax in list(axes.flat)[len(stems):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("students", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(folder / "notebooks.png", dpi=dpi)
+    plt.close(fig)
+    figures.append(("Per notebook (students who handed it in)", "notebooks.png", int(264 * cols)))
     return figures

@@ -6,7 +6,9 @@ group, and for a failed visible group what was checked, the expected value and t
 shows only that it failed and its hint (a fixed text of the course, by key): never a hidden test's source, input,
 expected value or seed, never a traceback. Everything a student wrote or their code returned is HTML-escaped
 (lecture2_grader.text); no student text becomes a link, a heading or markup. The release's own prose is the
-course's and is rendered as Markdown.
+course's and is rendered as Markdown, its formulas as MathML made at grading time (latex2mathml): the page
+needs no script, no font and no network to show them. A page is the release's prose and code with the student's
+answers (25-130 KB a notebook); nothing else is embedded.
 """
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ CSS = """body{font-family:system-ui,"Noto Sans CJK SC","WenQuanYi Zen Hei",sans-
 padding:0 1em;line-height:1.5;color:#222}pre{background:#f6f8fa;padding:.6em .8em;overflow-x:auto;font-size:13px;
 border-radius:4px}pre.answer{background:#fff8e1;border-left:4px solid #f0b400}pre.result{background:#eef6ee;
 border-left:4px solid #3a3}pre.result.bad{background:#fdeeee;border-left-color:#c33}table{border-collapse:collapse}
-td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}.note{color:#555;font-size:90%}"""
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}.note{color:#555;font-size:90%}math[display=block]{overflow-x:auto;
+overflow-y:hidden;margin:.6em 0}math{font-size:1.1em}"""
 
 
 def group_line(group: dict) -> str:
@@ -65,15 +68,40 @@ def result_line(result: TestResult, exercise: str) -> str:
 
 
 _MARKDOWN = None
+_MATH: dict[tuple[str, str], str] = {}  # (TeX, display) -> MathML: a run renders each formula of the release once
+
+
+def math(tex: str, display: str = "inline") -> str:
+    """A formula of the course's prose as MathML, which browsers draw themselves: no script, no font download,
+    no network. Without latex2mathml, or for a formula it cannot read, the TeX itself in a <code>."""
+    key = (tex, display)
+    if key not in _MATH:
+        try:
+            from latex2mathml.converter import convert
+
+            mathml = convert(tex.strip(), display=display)
+            for escaped in ("_", "%", "$", "#", "{", "}"):  # TeX escapes latex2mathml leaves inside \\text{...}
+                mathml = mathml.replace("\\" + escaped, escaped)
+            _MATH[key] = mathml
+        except Exception:  # noqa: BLE001  ImportError or a construct it lacks: show the source, never raw $$
+            _MATH[key] = f"<code class='tex'>{html(tex, 4000)}</code>"
+    return _MATH[key]
 
 
 def _markdown(text: str) -> str:
-    """The course's own prose (trusted) as HTML; $...$ and $$...$$ kept as math for the page's renderer."""
+    """The course's own prose (trusted) as HTML, its $...$ and $$...$$ as MathML (math)."""
     global _MARKDOWN
     if _MARKDOWN is None:
         import mistune
 
-        _MARKDOWN = mistune.create_markdown(escape=False, plugins=["math", "table", "strikethrough"])
+        class Prose(mistune.HTMLRenderer):
+            def heading(self, text: str, level: int, **attrs) -> str:  # the page's one <h1> is its title
+                return f"<h{min(level + 1, 6)}>{text}</h{min(level + 1, 6)}>\n"
+
+        _MARKDOWN = mistune.create_markdown(escape=False, renderer=Prose(escape=False),
+                                            plugins=["math", "table", "strikethrough"])
+        _MARKDOWN.renderer.register("block_math", lambda renderer, tex: math(tex, "block"))
+        _MARKDOWN.renderer.register("inline_math", lambda renderer, tex: math(tex))
     return _MARKDOWN(text)
 
 

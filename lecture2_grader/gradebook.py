@@ -1,9 +1,18 @@
-"""Stage 6: the course's gradebook (nbgrader's gradebook.db) and grades.csv, written by the grader alone.
+"""Stage 6: the course's gradebook (nbgrader's gradebook.db), grades.csv and notebooks.csv, written by the grader alone.
 
 Scores enter the gradebook only from `score.py`'s results, one student at a time, in the grader's process:
 no student process ever sees a gradebook. A manual grade given in nbgrader's formgrader is kept when the
-student is graded again.
-grades.csv is written from the gradebook and lists every student in it, whoever was graded this run.
+student is graded again. The gradebook also holds what nbgrader's formgrader shows: the due date
+(c.Lecture2Grader.due) and each submission's time, the one in submitted/<student>/lec02/timestamp.txt, so that a
+graded student reads "graded" there, and a student with a newer notebook collected since reads "needs
+autograding" until `make grade` has run.
+
+    grades.csv      one row per student of the gradebook: points per notebook, total, maximum, then which
+                    notebooks were late (hours past the due date), blank (handed in as released), missing,
+                    unreadable or flagged for review, and the newest submission time
+    notebooks.csv   one row per student and notebook: points, state (graded, blank, missing, unreadable, not
+                    graded yet), manual grade, flagged, submission time, late, hours late, copies received (the
+                    same facts, for a spreadsheet's filters)
 """
 from __future__ import annotations
 
@@ -17,7 +26,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
-from . import ASSIGNMENT
+from . import ASSIGNMENT, artifacts, intake
 from .score import NotebookResult
 from .text import csv_cell
 
@@ -92,26 +101,100 @@ def merge(course: Path, student: str, results: dict[str, NotebookResult]) -> dic
                     grade.needs_manual_grade = False
                 gb.db.commit()
             scores[nb.name] = sum(g.score for g in nb.grades)
+        _times(gb, course, student, submission)
     return scores
 
 
-def write_csv(course: Path) -> Path:
-    """grades.csv: one row per student in the gradebook, a column per notebook, total and maximum."""
-    path = course / "grades.csv"
+def _naive_utc(at):
+    return at.astimezone(intake.UTC).replace(tzinfo=None) if at else None
+
+
+def _times(gb: Gradebook, course: Path, student: str, submission) -> None:
+    """The due date and the submission's time as nbgrader's formgrader reads them (naive UTC, like nbgrader)."""
+    term = intake.Term.load(course)
+    assignment = gb.find_assignment(ASSIGNMENT)
+    due = _naive_utc(term.due)
+    if assignment.duedate != due:
+        assignment.duedate = due
+    at = _naive_utc(intake.submitted_at(course, student))
+    if submission.timestamp != at:
+        submission.timestamp = at
+    gb.db.commit()
+
+
+COLUMNS = ("late", "blank", "missing", "unreadable", "flagged", "submitted_at")
+
+
+def table(course: Path) -> tuple[list[str], dict[str, float], list[dict]]:
+    """(notebook stems, maximum per stem, one dict per student of the gradebook): what grades.csv, notebooks.csv,
+    the class report and the LMS export are made from. Each student: id, scores {stem: points}, total, and per
+    notebook its state, lateness and submission time (artifacts' summaries, intake's records)."""
+    term = intake.Term.load(course)
     with Gradebook(db_url(course)) as gb:
         assignment = gb.find_assignment(ASSIGNMENT)
-        stems = sorted(nb.name for nb in assignment.notebooks)
+        maxima = {nb.name: nb.max_score for nb in assignment.notebooks}
+        stems = sorted(maxima)
         rows = []
         for student in sorted(gb.students, key=lambda s: s.id):
             try:
                 submission = gb.find_submission(ASSIGNMENT, student.id)
                 per = {nb.name: nb.score for nb in submission.notebooks}
+                manual = {nb.name for nb in submission.notebooks if any(g.manual_score is not None for g in nb.grades)}
             except MissingEntry:
-                per = {}
-            rows.append([csv_cell(student.id), *(f"{per.get(s, 0.0):g}" for s in stems), f"{sum(per.values()):g}",
-                         f"{assignment.max_score:g}"])
+                per, manual = {}, set()
+            rows.append({"student": student.id, "scores": per, "manual": manual,
+                         "first_name": student.first_name, "last_name": student.last_name})
+    for row in rows:
+        summaries = artifacts.load(course, row["student"])
+        late = intake.lateness(course, row["student"], term)
+        row["notebooks"] = {}
+        for stem in stems:
+            info = summaries.get(stem) or {}
+            handed_in = (course / "submitted" / row["student"] / ASSIGNMENT / f"{stem}.ipynb").is_file()
+            state = info.get("state") or ("graded" if info else "not graded yet" if handed_in else "missing")
+            when = late.get(stem, {})
+            row["notebooks"][stem] = {
+                "score": row["scores"].get(stem, 0.0), "max": maxima[stem], "state": state,
+                "flagged": bool(info.get("findings")), "manual": stem in row["manual"],
+                "submitted_at": when.get("submitted_at", ""), "late": bool(when.get("late")),
+                "late_seconds": when.get("late_seconds"), "attempts": when.get("attempts", 0)}
+        row["total"] = sum(row["scores"].values())
+    return stems, maxima, rows
+
+
+def _hours(seconds: float | None) -> str:
+    return f"{seconds / 3600:.1f}" if seconds else ""
+
+
+def write_csv(course: Path) -> Path:
+    """grades.csv (one row per student) and notebooks.csv (one row per student and notebook); returns grades.csv."""
+    stems, maxima, rows = table(course)
+    max_total = sum(maxima.values())
+    path = course / "grades.csv"
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", *stems, "total", "max_total"])
-        writer.writerows(rows)
+        writer.writerow(["student", *stems, "total", "max_total", *COLUMNS])
+        for row in rows:
+            nbs = row["notebooks"]
+
+            def which(test) -> str:
+                return ";".join(stem[:2] for stem in stems if test(nbs[stem]))
+
+            late = ";".join(f"{stem[:2]}" + (f" (+{_hours(nbs[stem]['late_seconds'])} h)" if nbs[stem]["late_seconds"] else "")
+                            for stem in stems if nbs[stem]["late"])
+            newest = max((nbs[s]["submitted_at"] for s in stems if nbs[s]["submitted_at"]), default="")
+            writer.writerow([csv_cell(row["student"]), *(f"{row['scores'].get(s, 0.0):g}" for s in stems),
+                             f"{row['total']:g}", f"{max_total:g}", late,
+                             which(lambda n: n["state"] == "blank"), which(lambda n: n["state"] == "missing"),
+                             which(lambda n: n["state"] == "unreadable"), which(lambda n: n["flagged"]), newest])
+    with (course / "notebooks.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "notebook", "points", "max_points", "state", "manual_grade", "flagged",
+                         "submitted_at", "late", "hours_late", "copies_received"])
+        for row in rows:
+            for stem in stems:
+                n = row["notebooks"][stem]
+                writer.writerow([csv_cell(row["student"]), stem, f"{n['score']:g}", f"{n['max']:g}", n["state"],
+                                 "yes" if n["manual"] else "", "yes" if n["flagged"] else "", n["submitted_at"],
+                                 "yes" if n["late"] else "", _hours(n["late_seconds"]), n["attempts"] or ""])
     return path

@@ -28,6 +28,7 @@ import nbformat
 import pytest
 
 from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, SOLUTIONS, notebook_names
+from tools import bundle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -98,7 +99,8 @@ def lab(tmp_path_factory):
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ)
     env.pop("NBGRADER_EXECUTION", None)
-    env.update(JUPYTER_CONFIG_DIR=str(root / ".jupyter-config"), JUPYTER_RUNTIME_DIR=str(root / ".jupyter-runtime"))
+    env.update(JUPYTER_CONFIG_DIR=str(root / ".jupyter-config"), JUPYTER_RUNTIME_DIR=str(root / ".jupyter-runtime"),
+               JUPYTER_CONFIG_PATH=str(bundle.write_jupyter_config(root / ".bundle")))  # as the bundle's `make lab`
     log = open(root / "jupyter.log", "w")
     proc = subprocess.Popen(
         [str(BIN / "jupyter"), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
@@ -161,6 +163,35 @@ def page(lab):
 
 def _code_prompts(pg) -> list[str]:
     return [t.strip() for t in pg.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt").all_inner_texts()]
+
+
+def test_the_students_lab_has_no_instructor_tools_and_opens_notebooks_clean(lab, page):
+    """With the bundle's jupyter-config/ (its `make lab` sets JUPYTER_CONFIG_PATH): no Nbgrader menu, no Create
+    Assignment or Formgrader, no nbgrader Validate button (it would judge differently from `make validate`); and a
+    notebook opened is not marked modified at once (its kernelspec is the installed kernel's)."""
+    import sys
+
+    base, token = lab
+    name = "09_training_cost.ipynb"
+    page.goto(f"{base}/lab/tree/{ASSIGNMENT}/{name}?reset", timeout=120_000)
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=120_000)
+    page.wait_for_timeout(2000)  # the kernel's info has reached the notebook's metadata
+    menus = [m.strip() for m in page.locator(".lm-MenuBar-itemLabel").all_inner_texts()]
+    assert "Run" in menus and "Nbgrader" not in menus, menus
+    toolbar = " ".join(page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar").all_inner_texts())
+    assert "Validate" not in toolbar, toolbar
+    try:  # the formgrader's server extension is off too
+        _api(base, token, "/formgrader/api/status")
+        served = True
+    except OSError:
+        served = False
+    assert not served, "the formgrader answers in the student's lab"
+    version = nbformat.read(RELEASE / name, as_version=4).metadata.get("language_info", {}).get("version")
+    if version == ".".join(map(str, sys.version_info[:3])):  # JupyterLab also rewrites language_info on a change
+        dirty = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current.jp-mod-dirty")
+        assert dirty.count() == 0, "the notebook was marked modified as soon as it opened"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "student_lab.png"))
 
 
 @pytest.mark.parametrize("name", notebook_names())

@@ -1,4 +1,5 @@
 """Does the student bundle hold what students need and nothing of the solutions?"""
+import json
 import os
 import re
 import shutil
@@ -125,3 +126,59 @@ def test_the_bundle_validates_a_notebook_with_its_own_validator(tmp_path):
     assert proc.stdout.startswith("01_tensors_dtypes: 0/5 分 (points) in the visible checks, of 7"), proc.stdout
     heads = [line for line in proc.stdout.splitlines() if line.startswith("⏳ ")]
     assert len(heads) == 3 and all("not implemented" in line for line in heads), proc.stdout
+
+
+def test_student_lab_switches_nbgrader_instructor_tools_off(tmp_path):
+    """The bundle's Makefile points JUPYTER_CONFIG_PATH at its jupyter-config/, which turns nbgrader's lab
+    extension (Nbgrader menu, Create Assignment, Formgrader, Validate) and its server extensions off."""
+    folder = _unzipped(tmp_path)
+    page = json.loads((folder / "jupyter-config" / "labconfig" / "page_config.json").read_text())
+    assert page == {"disabledExtensions": {"@jupyter/nbgrader": True}}
+    server = json.loads((folder / "jupyter-config" / "jupyter_server_config.json").read_text())
+    extensions = server["ServerApp"]["jpserver_extensions"]
+    assert extensions and not any(extensions.values()) and "nbgrader.server_extensions.formgrader" in extensions
+    lab = _make_n(folder, "lab", "LAB_ARGS=--no-browser")
+    assert "export JUPYTER_CONFIG_PATH := $(CURDIR)/jupyter-config" in bundle.student_makefile()
+    assert lab.returncode == 0
+
+
+def test_student_handin_target_and_readme(tmp_path):
+    """`make handin` runs the hand-in module (STUDENT= passed on), and the README says how to hand in through an
+    LMS, by e-mail and on JupyterHub, in both languages, and that the prose is in Chinese."""
+    folder = _unzipped(tmp_path)
+    plain, named = _make_n(folder, "handin"), _make_n(folder, "handin", "STUDENT=alice")
+    assert plain.returncode == 0 and ".venv/bin/python -m lecture2_grader.handin" in plain.stdout
+    assert "--student" not in plain.stdout and '--student "alice"' in named.stdout
+    english, chinese = bundle.STUDENT_README.split("## 学生版说明")
+    for part in (english, chinese):
+        assert "make handin" in part and "STUDENT=" in part and "lec02-handin.zip" in part
+        assert "Canvas" in part and "Moodle" in part and "JupyterHub" in part
+    assert "in Chinese" in english and "中文" in chinese
+
+
+def test_handin_writes_the_zip_the_collector_reads(tmp_path, capsys):
+    """--no-validate: the zip only; its entries are lec02/<release name> (or <student>/lec02/...)."""
+    from lecture2_grader import handin
+
+    out = tmp_path / "h.zip"
+    assert handin.main(["--no-validate", "--out", str(out), "--student", "alice"]) == 0
+    names = zipfile.ZipFile(out).namelist()
+    assert names == [f"alice/lec02/{n}" for n in notebook_names()]
+    with pytest.raises(SystemExit):
+        handin.main(["--no-validate", "--student", "../x"])
+    assert "letters, digits" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_handin_validates_first_and_exits_0_for_an_unfilled_notebook(tmp_path, capsys):
+    from lecture2_grader import handin
+
+    folder = tmp_path / "lec02"
+    folder.mkdir()
+    shutil.copy(ROOT / "notebooks" / "lec02" / "01_tensors_dtypes.ipynb", folder)
+    (tmp_path / "lec02" / "02_autograd.ipynb").write_text("{ not a notebook")
+    status = handin.main(["--notebooks", str(folder), "--out", str(tmp_path / "h.zip")])
+    out = capsys.readouterr().out
+    assert "✅ 01_tensors_dtypes: 0/5 分 (points) in the visible checks, of 7 in all" in out
+    assert "❌ 02_autograd" in out and status == 1, "an unreadable notebook is said, and the zip still written"
+    assert len(zipfile.ZipFile(tmp_path / "h.zip").namelist()) == 2

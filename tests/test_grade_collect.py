@@ -1,36 +1,186 @@
-"""lecture2_grader.collect (`make collect ZIP=...`): an LMS download into submitted/<student>/lec02/."""
+"""lecture2_grader.collect / intake (`make collect ZIP=...`): LMS downloads into submitted/<student>/lec02/,
+notebook by notebook, an earlier copy never lost. No grading here: files are placed, not run."""
 from __future__ import annotations
 
+import datetime as dt
+import json
 import shutil
 import zipfile
+from pathlib import Path
 
 import pytest
 
-from conftest import RELEASE, ROOT, SOLUTIONS
+from conftest import RELEASE, ROOT
+from lecture2_grader import collect as collect_cli, handin, intake
 from lecture2_grader.collect import collect
 
-pytestmark = pytest.mark.slow
+NB1, NB2, NB9 = "01_tensors_dtypes.ipynb", "02_autograd.ipynb", "09_training_cost.ipynb"
+DUE = "2026-03-02T23:59:00+08:00"
 
 
-def test_canvas_and_moodle_downloads_are_placed_and_strays_reported(tmp_path):
-    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
-    shutil.copytree(SOLUTIONS.parent, tmp_path / "solutions")
-    shutil.copytree(RELEASE.parent, tmp_path / "notebooks")
-    nb1 = (RELEASE / "01_tensors_dtypes.ipynb").read_bytes()
-    nb2 = (RELEASE / "02_autograd.ipynb").read_bytes()
-    archive = tmp_path / "submissions.zip"
-    with zipfile.ZipFile(archive, "w") as z:
-        z.writestr("smithjohn_12345_6789012_01_tensors_dtypes.ipynb", nb1)  # Canvas
-        z.writestr("smithjohn_LATE_12345_6789013_02_autograd-1.ipynb", nb2)  # Canvas, late, renamed duplicate
-        z.writestr("José Núñez_123456_assignsubmission_file_/01_tensors_dtypes (1).ipynb", nb1)  # Moodle
-        z.writestr("alice/02_autograd.ipynb", nb2)
-        z.writestr("bob__01_tensors_dtypes.ipynb", nb1)
-        z.writestr("01_tensors_dtypes.ipynb", nb1)  # whose?
-        z.writestr("readme.txt", "hello")
-    placed, unplaced = collect(tmp_path, [archive])
-    assert {k: sorted(v) for k, v in placed.items()} == {
-        "smithjohn-12345": ["01_tensors_dtypes.ipynb", "02_autograd.ipynb"],
-        "jose-nunez-123456": ["01_tensors_dtypes.ipynb"], "alice": ["02_autograd.ipynb"],
-        "bob": ["01_tensors_dtypes.ipynb"]}
-    assert sorted(unplaced) == ["submissions/01_tensors_dtypes.ipynb", "submissions/readme.txt"]
-    assert (tmp_path / "submitted" / "jose-nunez-123456" / "lec02" / "01_tensors_dtypes.ipynb").read_bytes() == nb1
+def _course(root: Path, due: str | None = DUE) -> Path:
+    shutil.copy(ROOT / "nbgrader_config.py", root)
+    if due:
+        with (root / "nbgrader_config.py").open("a", encoding="utf-8") as f:
+            f.write(f'\nc.Lecture2Grader.due = "{due}"\n')
+    shutil.copytree(RELEASE.parent, root / "notebooks")
+    return root
+
+
+def _nb(name: str, mark: str = "") -> bytes:
+    """The release of `name`, changed by `mark` (a distinct submission of the same notebook)."""
+    data = (RELEASE / name).read_bytes()
+    return data.replace(b"YOUR CODE HERE", f"YOUR CODE HERE{mark}".encode(), 1) if mark else data
+
+
+def _zip(path: Path, entries: dict[str, bytes], when=(2026, 3, 1, 10, 0, 0)) -> Path:
+    """A zip as an LMS writes one: entry name -> bytes; a (name, time) key gives that entry its own time."""
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in entries.items():
+            name, at = name if isinstance(name, tuple) else (name, when)
+            zf.writestr(zipfile.ZipInfo(name, at), data)
+    return path
+
+
+@pytest.fixture
+def course(tmp_path) -> Path:
+    return _course(tmp_path)
+
+
+def _placed(course: Path, student: str) -> dict[str, bytes]:
+    folder = course / "submitted" / student / "lec02"
+    return {p.name: p.read_bytes() for p in folder.glob("*.ipynb")}
+
+
+def test_canvas_moodle_and_plain_names_are_placed_and_strays_reported(course):
+    archive = _zip(course / "submissions.zip", {
+        "smithjohn_12345_6789012_01_tensors_dtypes.ipynb": _nb(NB1),
+        "smithjohn_LATE_12345_6789013_02_autograd-1.ipynb": _nb(NB2),
+        "José Núñez_123456_assignsubmission_file_/01_tensors_dtypes (1).ipynb": _nb(NB1),
+        "alice/02_autograd.ipynb": _nb(NB2),
+        "bob__01_tensors_dtypes.ipynb": _nb(NB1),
+        "carol/lec02/01_tensors_dtypes.ipynb": _nb(NB1),
+        "01_tensors_dtypes.ipynb": _nb(NB1),  # whose?
+        "readme.txt": b"hello",
+    })
+    placed, unplaced = collect(course, [archive])
+    assert sorted(placed) == ["alice", "bob", "carol", "jose-nunez-123456", "smithjohn-12345"]
+    assert sorted(_placed(course, "smithjohn-12345")) == [NB1, NB2]
+    assert _placed(course, "jose-nunez-123456") == {NB1: _nb(NB1)}
+    assert len(unplaced) == 2 and any("01_tensors_dtypes.ipynb: no student recognised" in u for u in unplaced)
+    assert any("readme.txt: not a notebook" in u for u in unplaced)
+    assert (course / "downloaded" / "lec02" / "archive" / "submissions.zip").is_file()
+
+
+def test_a_late_zip_of_one_notebook_keeps_the_others_and_the_earlier_copy(course):
+    """Is a late zip holding only notebook 09 merged into the student's folder (01 and 02 stay), the earlier 09
+    kept in history, the times taken from the LMS's zip and its _LATE marker, and lateness against the due date?"""
+    first = _zip(course / "first.zip", {f"smithjohn_12345_1_{n}": _nb(n) for n in (NB1, NB2, NB9)})
+    collect(course, [first])
+    late = _zip(course / "late.zip", {("smithjohn_LATE_12345_2_09_training_cost.ipynb", (2026, 3, 4, 9, 30, 0)): _nb(NB9, "!")})
+    placed, unplaced = collect(course, [late])
+    assert not unplaced and "replaces the one of 2026-03-01T02:00:00Z (kept in history)" in placed["smithjohn-12345"][0]
+    now = _placed(course, "smithjohn-12345")
+    assert now == {NB1: _nb(NB1), NB2: _nb(NB2), NB9: _nb(NB9, "!")}, "the other notebooks stay as they were"
+    kept = sorted((course / "submitted" / "smithjohn-12345" / "history" / "lec02" / "09_training_cost").glob("*.ipynb"))
+    assert [p.read_bytes() for p in kept] == [_nb(NB9), _nb(NB9, "!")]
+    late_by = intake.lateness(course, "smithjohn-12345", intake.Term.load(course))
+    assert late_by["09_training_cost"]["late"] and late_by["09_training_cost"]["lms_late"]
+    assert late_by["09_training_cost"]["late_seconds"] == pytest.approx(33 * 3600 + 31 * 60)  # 09:30+08 on the 4th vs 23:59 on the 2nd
+    assert late_by["09_training_cost"]["attempts"] == 2
+    assert not late_by["01_tensors_dtypes"]["late"] and late_by["01_tensors_dtypes"]["late_seconds"] == 0
+    stamp = (course / "submitted" / "smithjohn-12345" / "lec02" / "timestamp.txt").read_text()
+    assert stamp.strip() == "2026-03-04 01:30:00.000000 UTC", "the newest submission's time, as nbgrader writes it"
+
+
+def test_collecting_again_changes_nothing_and_an_older_copy_goes_to_history_only(course):
+    new = _zip(course / "new.zip", {("alice/01_tensors_dtypes.ipynb", (2026, 3, 3, 8, 0, 0)): _nb(NB1, "v2")})
+    old = _zip(course / "old.zip", {("alice/01_tensors_dtypes.ipynb", (2026, 3, 1, 8, 0, 0)): _nb(NB1, "v1")})
+    collect(course, [new])
+    again, _ = collect(course, [new])
+    assert again["alice"] == ["01_tensors_dtypes (unchanged)"]
+    older, _ = collect(course, [old])
+    assert "older copy" in older["alice"][0] and "kept in history only" in older["alice"][0]
+    assert _placed(course, "alice") == {NB1: _nb(NB1, "v2")}
+    assert len(intake.records(course, "alice")) == 2
+
+
+def test_a_file_placed_by_hand_is_kept_before_it_is_replaced(course):
+    folder = course / "submitted" / "dana" / "lec02"
+    folder.mkdir(parents=True)
+    (folder / NB1).write_bytes(b"placed by hand")
+    collect(course, [_zip(course / "z.zip", {"dana/01_tensors_dtypes.ipynb": _nb(NB1)})])
+    kept = list((course / "submitted" / "dana" / "history" / "lec02" / "01_tensors_dtypes").glob("*.ipynb"))
+    assert b"placed by hand" in [p.read_bytes() for p in kept]
+
+
+def test_a_misnamed_notebook_is_matched_and_reported_and_an_ambiguous_one_is_not_placed(course):
+    """01_tensor_dtypes.ipynb (a letter short) of a recognised student goes where its cells belong, and says so;
+    a file named like notebook 01 holding notebook 02's cells is not placed, and the line says why."""
+    archive = _zip(course / "z.zip", {"alice/01_tensor_dtypes.ipynb": _nb(NB1),
+                                      "bob/01_tensor_dtypes.ipynb": _nb(NB2),
+                                      "carol/my homework.ipynb": _nb(NB9),
+                                      "dan/02_autograd.ipynb": _nb(NB1)})
+    placed, unplaced = collect(course, [archive])
+    assert "[file '01_tensor_dtypes.ipynb': matched by cells and nearest name]" in placed["alice"][0]
+    assert _placed(course, "alice") == {NB1: _nb(NB1)}
+    assert "matched by cells" in placed["carol"][0] and _placed(course, "carol") == {NB9: _nb(NB9)}
+    assert "bob" not in placed and "dan" not in placed
+    (line,) = [u for u in unplaced if "bob" in u]
+    assert "its cells are those of 02_autograd.ipynb but its name is nearest 01_tensors_dtypes.ipynb" in line
+    (line,) = [u for u in unplaced if "dan" in u]  # saved under another notebook's name
+    assert "named 02_autograd.ipynb but its cells are those of 01_tensors_dtypes.ipynb: not placed" in line
+
+
+def test_a_handin_zip_collects_back_to_the_same_student(course, tmp_path):
+    """Does `make handin`'s zip, handed in directly (STUDENT=...) or uploaded to Canvas, collect every notebook
+    back to that student, byte for byte?"""
+    own = handin.write(RELEASE, tmp_path / handin.zip_name("erin"), "erin")
+    placed, unplaced = collect(course, [tmp_path / handin.zip_name("erin")])
+    assert not unplaced and _placed(course, "erin") == {n: (RELEASE / n).read_bytes() for n in own}
+    handin.write(RELEASE, tmp_path / "lec02-handin.zip")
+    canvas = _zip(course / "canvas.zip", {"doefrank_777_888_lec02-handin.zip": (tmp_path / "lec02-handin.zip").read_bytes()})
+    placed, unplaced = collect(course, [canvas])
+    assert not unplaced and sorted(_placed(course, "doefrank-777")) == sorted(own)
+    assert intake.lms_identity(course, "doefrank-777") == ("canvas", "777")
+
+
+def test_nbgrader_exchange_inbound_folders_are_collected_with_their_times(course, tmp_path):
+    inbound = tmp_path / "inbound"
+    sub = inbound / "gina+lec02+2026-03-05 04:00:00.000000 UTC+abc123"
+    sub.mkdir(parents=True)
+    (sub / NB1).write_bytes(_nb(NB1))
+    (sub / "timestamp.txt").write_text("2026-03-05 04:00:00.000000 UTC")
+    placed, unplaced = collect(course, [inbound])
+    assert placed == {"gina": ["01_tensors_dtypes (new, late 60.0 h)"]} and not unplaced
+
+
+def test_hostile_archives_cost_nothing(course):
+    """Entry names that climb out (../), absolute paths and Windows backslashes stay inside submitted/<student>/;
+    a student id that is only dots is refused; a file that is not a zip is one line."""
+    archive = _zip(course / "z.zip", {"../../outside/01_tensors_dtypes.ipynb": _nb(NB1),
+                                      "/abs/01_tensors_dtypes.ipynb": _nb(NB1),
+                                      "win\\01_tensors_dtypes.ipynb": _nb(NB1),
+                                      "../01_tensors_dtypes.ipynb": _nb(NB1)})
+    placed, unplaced = collect(course, [archive])
+    assert sorted(placed) == ["abs", "outside", "win"]
+    assert not (course.parent / "outside").exists() and not (course / "submitted" / "..").resolve().name == "outside"
+    (course / "bad.zip").write_bytes(b"not a zip")
+    _, unplaced = collect(course, [course / "bad.zip"])
+    assert unplaced == ["bad.zip: not a zip file this collector reads (File is not a zip file)"]
+
+
+def test_a_due_date_without_an_offset_is_refused_with_an_example(tmp_path):
+    course = _course(tmp_path, due="2026-03-02 23:59")
+    with pytest.raises(SystemExit, match="no UTC offset: write e.g. '2026-03-15T23:59:00\\+08:00'"):
+        intake.Term.load(course)
+
+
+def test_collect_prints_one_line_per_student_escaped(course, capsys):
+    archive = _zip(course / "z.zip", {"evil\x1b[2J__01_tensors_dtypes.ipynb": _nb(NB1), "ok/01_tensors_dtypes.ipynb": _nb(NB1)})
+    assert collect_cli.main([str(archive), "--course", str(course)]) == 0
+    out = capsys.readouterr()
+    assert "ok: 01_tensors_dtypes (new)" in out.out and "\x1b" not in out.out
+    record = json.loads((course / "submitted" / "ok" / "history" / "lec02" / "intake.json").read_text())
+    assert record["received"][0]["time_source"].startswith("zip entry time")
+    assert dt.datetime.fromisoformat(record["received"][0]["submitted_at"].replace("Z", "+00:00")).tzinfo

@@ -5,11 +5,13 @@
 Nothing else goes in: no solutions/, no tests (their planted mistakes are answers too), no grading
 artefacts, no tools/. The grader package (lecture2_grader, a package of the distribution) goes in whole: it
 holds no answer and no hidden test, and `make validate` runs its pipeline. The bundle's Makefile sets up and
-opens the lab exactly as the course's does.
+opens the lab exactly as the course's does, with nbgrader's instructor tools switched off (jupyter-config/), and
+adds `make handin` (lecture2_grader.handin: validate, then the one zip to upload).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import zipfile
@@ -56,7 +58,27 @@ helpers, imports are fine); only the checks decide the points. `make validate` r
 visible checks and prints the score they give. The prose, hints and check messages are in Chinese, with the
 English technical terms.
 
-Hand in the notebooks of `notebooks/lec02/` as your instructor asks.
+## Handing in
+
+```bash
+make handin                  # validate every notebook, then write lec02-handin.zip here
+make handin STUDENT=your-id  # the same, for a hand-in by e-mail or a shared folder: alice-lec02-handin.zip
+```
+
+`make handin` prints one line per notebook (the visible checks' points: a low score is fine, it only shows
+where you stand) and writes one zip with every notebook of `notebooks/lec02/` as you saved it (save them in
+Jupyter first). It exits with an error only when a notebook cannot be read; it says which one.
+
+- **Canvas or Moodle**: upload `lec02-handin.zip` to the assignment (Canvas: *Submit Assignment* > *Upload File*;
+  Moodle: *Add submission*, drop the file, *Save changes*). The LMS puts your name on it. Handing in again later
+  (a late or corrected notebook) is fine: upload a new zip, or only that notebook, under its own name
+  (`09_training_cost.ipynb`); your other notebooks stay as they were handed in.
+- **By e-mail or a shared folder**: `make handin STUDENT=your-id` (the id your instructor gave you) and send
+  `your-id-lec02-handin.zip`.
+- **JupyterHub with nbgrader's Assignments tab**: your instructor's hub shows *Assignments*; there *Fetch* the
+  assignment, work in the fetched folder, and *Submit*. Nothing else to do.
+
+Keep the file names as they are: the grader recognises a notebook by its name (a renamed one by its cells).
 
 ## 学生版说明
 
@@ -83,6 +105,28 @@ make lab     # 建立 .venv（PyTorch 2.13.0、JupyterLab、lecture2），然后
 通过时显示 ✅，否则告诉你期望值、你的结果和提示。交作业前用 `make validate NOTEBOOK=...`（或 `make validate`
 检查全部）按评分的方式检查：评分时你的答案单元格和你自己加的、只定义函数、类或常量的单元格在一个单独的进程里运行，
 检查单元格在另一个进程里运行；`make validate` 走同样的流程，给出可见检查的得分（隐藏检查在老师评分时才运行）。
+notebook 里的说明、提示和检查信息是中文的，技术术语附英文。
+
+## 交作业
+
+```bash
+make handin                  # 检查每个 notebook，然后在这里写出 lec02-handin.zip
+make handin STUDENT=你的学号   # 同上，用于通过邮件或共享文件夹交作业：写出 你的学号-lec02-handin.zip
+```
+
+`make handin` 每个 notebook 打印一行（可见检查的得分：分数低没关系，只是告诉你现在的情况），然后把
+`notebooks/lec02/` 里保存好的所有 notebook 写进一个 zip（先在 Jupyter 里保存）。只有某个 notebook 读不出来时
+它才报错退出，并说明是哪一个。
+
+- **Canvas 或 Moodle**：把 `lec02-handin.zip` 上传到作业（Canvas：*Submit Assignment* > *Upload File*；
+  Moodle：*Add submission*，拖入文件，*Save changes*）。课程网站会在文件上加上你的名字。之后再交（迟交或改过的
+  notebook）也可以：上传新的 zip，或只上传那一个 notebook，保持原名（如 `09_training_cost.ipynb`）；你的其他
+  notebook 保持原来交的样子。
+- **邮件或共享文件夹**：运行 `make handin STUDENT=你的学号`（老师给你的编号），发送 `你的学号-lec02-handin.zip`。
+- **JupyterHub 上 nbgrader 的 Assignments 页面**：老师的 hub 上有 *Assignments*；在那里 *Fetch* 作业，在取回的
+  文件夹里做题，然后 *Submit*，不需要别的步骤。
+
+不要改文件名：评分程序按文件名识别 notebook（改了名的按它的单元格识别）。
 """
 
 # The course Makefile's setup, lab and env rules, between these two marker lines, go into the student Makefile
@@ -95,13 +139,31 @@ STUDENT_MAKEFILE = """# Lecture 2, student bundle.
 #   make env                  print what this machine has (device, dtypes, the peak FLOP/s that applies)
 #   make validate NOTEBOOK=notebooks/lec02/01_tensors_dtypes.ipynb   check a notebook as the grader will
 #   make validate             check every notebook
+#   make handin               validate every notebook, then write lec02-handin.zip to upload to the LMS
+#   make handin STUDENT=ID    the same as ID-lec02-handin.zip, to hand in by e-mail or a shared folder
 EXTRAS :=
+# The lab reads jupyter-config/ first: nbgrader's instructor tools (formgrader, Create Assignment, the Nbgrader
+# menu, its Validate button, which judges differently from `make validate`) are switched off for students.
+export JUPYTER_CONFIG_PATH := $(CURDIR)/jupyter-config
 {shared}
-.PHONY: validate
+.PHONY: validate handin
 NOTEBOOK ?= $(wildcard notebooks/lec02/*.ipynb)
 validate: setup
 \t$(BIN)/python -m lecture2_grader.validate $(NOTEBOOK)
+
+handin: setup
+\t$(BIN)/python -m lecture2_grader.handin $(if $(STUDENT),--student "$(STUDENT)")
 """
+
+# The student's lab: nbgrader's lab extension and server extensions off (JUPYTER_CONFIG_PATH, set by the
+# student Makefile, is read before the environment's own etc/jupyter, so these settings win).
+NBGRADER_SERVER_EXTENSIONS = ("formgrader", "validate_assignment", "assignment_list", "course_list")
+STUDENT_JUPYTER_CONFIG = {
+    "jupyter-config/jupyter_server_config.json": {
+        "ServerApp": {"jpserver_extensions": {f"nbgrader.server_extensions.{n}": False
+                                              for n in NBGRADER_SERVER_EXTENSIONS}}},
+    "jupyter-config/labconfig/page_config.json": {"disabledExtensions": {"@jupyter/nbgrader": True}},
+}
 
 # The packages of the distribution a student's environment installs (pyproject.toml names them).
 PACKAGES = ("lecture2", "lecture2_grader")
@@ -155,7 +217,18 @@ def bundle_files() -> dict[str, bytes]:
     files["README.md"] = STUDENT_README.encode("utf-8")
     files["Makefile"] = student_makefile().encode("utf-8")
     files["nbgrader_config.py"] = STUDENT_NBGRADER_CONFIG.encode("utf-8")
+    for name, config in STUDENT_JUPYTER_CONFIG.items():
+        files[name] = (json.dumps(config, indent=1) + "\n").encode("utf-8")
     return files
+
+
+def write_jupyter_config(folder: Path) -> Path:
+    """The student lab's jupyter-config/ under `folder` (for a test that opens the lab as a student does)."""
+    for name, config in STUDENT_JUPYTER_CONFIG.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+    return folder / "jupyter-config"
 
 
 def write(out: Path) -> Path:

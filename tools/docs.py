@@ -1,4 +1,5 @@
-"""Tables of the docs made from their one home (the notebooks' metadata, the exercise modules' ORACLE dicts).
+"""Tables of the docs made from their one home (the notebooks' metadata, the exercise modules' ORACLE dicts):
+docs/grading.md's oracle table, docs/exercises.md's exercise table and the README's short one.
 
     .venv/bin/python -m tools.docs           rewrite the generated parts of docs/*.md in place
     .venv/bin/python -m tools.docs --check   exit 1 if any is stale (tests/test_docs.py runs this)
@@ -68,7 +69,67 @@ def oracle_table() -> str:
     return "\n".join(lines)
 
 
-GENERATED = {"docs/grading.md": {"oracle-table": oracle_table}}
+def _title(path: Path) -> str:
+    """The notebook's title, from its first heading ("# 01 · Tensor 与 dtype：..." -> "Tensor 与 dtype：...")."""
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("#"):
+            return cell.source.splitlines()[0].lstrip("#").split("·", 1)[-1].strip()
+    return path.stem
+
+
+def graded_cells() -> list[dict]:
+    """Every graded test cell of solutions/, in order, from the notebooks' own nbgrader metadata and check groups:
+    notebook, title, grade_id, points, and per exercise its groups (label, points, hidden)."""
+    sys.path.insert(0, str(ROOT))
+    from lecture2_grader.course import load
+    from lecture2_grader.score import exercise_groups, group_lines
+
+    cells = []
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        nb = load(path, ROOT / "notebooks" / "lec02" / path.name)
+        title = _title(path)
+        for cell in nb.tests:
+            declared = exercise_groups(cell.source)
+            lines = group_lines(cell.source)
+            total = sum(sum(g.values()) for g in declared.values()) or 1
+            exercises = []
+            for name, groups in declared.items():
+                exercises.append({"name": name, "groups": [
+                    {"label": label, "points": cell.points * weight / total,
+                     "hidden": bool(cell.hidden and label in lines and cell.hidden[0] <= lines[label] <= cell.hidden[1])}
+                    for label, weight in groups.items()]})
+            cells.append({"notebook": path.stem, "title": title, "grade_id": cell.grade_id, "points": cell.points,
+                          "exercises": exercises})
+    return cells
+
+
+def exercise_table() -> str:
+    """docs/exercises.md: every graded cell, its exercises and their check groups with points (hidden ones marked)."""
+    cells = graded_cells()
+    lines = ["| notebook | test cell (grade_id) | points | exercise | check groups: points (*hidden*: run only when graded) |",
+             "|---|---|---|---|---|"]
+    for cell in cells:
+        for exercise in cell["exercises"]:
+            groups = "; ".join((f"*{g['label']}* {g['points']:.3g} (hidden)" if g["hidden"] else f"{g['label']} {g['points']:.3g}")
+                               for g in exercise["groups"])
+            lines.append(f"| {cell['notebook'][:2]} {_cell(cell['title'])} | `{cell['grade_id']}` | {cell['points']:g} | "
+                         f"`{exercise['name']}` | {_cell(groups)} |")
+    lines.append(f"| | **{len(cells)} graded cells** | **{sum(c['points'] for c in cells):g}** | | |")
+    return "\n".join(lines)
+
+
+def readme_exercises() -> str:
+    """README's short table: one row per graded cell (its grade_id and points), the details in docs/exercises.md."""
+    lines = ["| notebook | test cell | points | exercises |", "|---|---|---|---|"]
+    for cell in graded_cells():
+        names = ", ".join(f"`{e['name']}`" for e in cell["exercises"])
+        lines.append(f"| {cell['notebook']} | `{cell['grade_id']}` | {cell['points']:g} | {_cell(names)} |")
+    return "\n".join(lines)
+
+
+GENERATED = {"docs/grading.md": {"oracle-table": oracle_table},
+             "docs/exercises.md": {"exercise-table": exercise_table},
+             "README.md": {"exercise-table": readme_exercises}}
 
 
 def render(text: str, parts: dict) -> str:
