@@ -3,10 +3,23 @@ its results (plain data); the class grader (cli.py) does everything else in its 
 store, scores, feedback, the gradebook, grades.csv and the class report. So a score is the same whichever
 executor computed it.
 
-    LocalExecutor(runtime, jobs)     this machine: `jobs` judges at once, each with its own sandboxed student process
+    LocalExecutor(runtime, jobs)          this machine: `jobs` judges at once, each with its own sandboxed student process
+    cluster.DaskExecutor(runtime, addr)   a Dask cluster: one task per student notebook, on workers that proved they
+                                          grade with this code and sandbox (lecture2_grader.cluster)
+
+The interface, as cli.grade_class uses it:
+
+    preflight() -> notes     before the first notebook: the sandbox works where judges run (SystemExit if not)
+    submit(judge_job, label) -> Future of the results dict (label: "student/notebook", for the executor's logs)
+    timing(future) -> {"seconds": how long the judge ran, ...} or None
+    stop()                   Ctrl-C: cancel what has not started, stop the judges running (their results are
+                             discarded; those notebooks are graded again next time)
+    describe() -> str, close()
 """
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import pipeline
@@ -20,12 +33,49 @@ class LocalExecutor:
     def __init__(self, runtime: pipeline.Runtime, jobs: int = 1):
         self.runtime, self.jobs = runtime, jobs
         self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="judge")
+        self._threads: set[int] = set()
+        self._boxes: dict[Future, list[float]] = {}
+        self._lock = threading.Lock()
+        self._notes: list[str] | None = None
 
     def describe(self) -> str:
         return f"{self.jobs} job{'s' if self.jobs != 1 else ''} on this machine"
 
-    def submit(self, judge_job: dict) -> Future:
-        return self._pool.submit(pipeline.execute, judge_job, self.runtime)
+    def preflight(self) -> list[str]:
+        """pipeline.preflight once for this executor's runtime (a --watch session checks once)."""
+        if self._notes is None:
+            self._notes = pipeline.preflight(self.runtime)
+        return list(self._notes)
+
+    def _run(self, judge_job: dict, box: list) -> dict:
+        ident = threading.get_ident()
+        with self._lock:
+            self._threads.add(ident)
+        start = time.perf_counter()
+        try:
+            return pipeline.execute(judge_job, self.runtime)
+        finally:
+            box.append(time.perf_counter() - start)
+            with self._lock:
+                self._threads.discard(ident)
+
+    def submit(self, judge_job: dict, label: str | None = None) -> Future:
+        box: list[float] = []  # filled before the future's result is set
+        future = self._pool.submit(self._run, judge_job, box)
+        with self._lock:
+            self._boxes[future] = box
+        return future
+
+    def timing(self, future: Future) -> dict | None:
+        with self._lock:
+            box = self._boxes.get(future)
+        return {"seconds": box[0], "worker": "this machine"} if box else None
+
+    def stop(self) -> None:
+        with self._lock:
+            threads = set(self._threads)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        pipeline.stop_running(threads)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

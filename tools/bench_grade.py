@@ -1,37 +1,58 @@
-"""Benchmark of the class grader's speed (figures for the notes, not a test).
+"""Benchmark of the class grader's throughput: the figures of docs/cluster.md's sizing table (not a test).
 
-    .venv/bin/python -m tools.bench_grade [--students 4] [--skip-class]
+    .venv/bin/python -m tools.bench_grade [--students 4] [--notebook 01 --notebook 02 ...] [--price 0.05]
+                                          [--skip-plain] [--skip-dask-one] [--json figures.json]
 
-1. plain: the release notebooks with the reference answers typed in, every code cell in one plain Python
-   process per notebook (tools/run_cells.py), one after the other;
-2. grade one: `make grade`'s grader on that same full submission (default jobs: the cores);
-3. class: N copies of it graded with --jobs 1 and with --jobs 2.
-Prints each time and the ratios the grader is held to: grade one / plain (goal <= 1.5) and class jobs 1 /
-jobs 2 (goal >= 1.85 on 2 cores). Run it on a quiet machine.
+On one class (N copies of the reference submission, the release notebooks with the reference answers typed in),
+in one run:
+
+1. plain: every code cell of those notebooks in one plain Python process per notebook (tools/run_cells.py);
+2. grade one: `make grade`'s grader on one full submission (--jobs = the cores);
+3. the class on this machine's pool, --jobs 1 and --jobs 2;
+4. the class on a Dask cluster on this machine (distributed.LocalCluster: worker processes of one thread, each
+   notebook one thread), with 2 workers and with 1;
+5. the scheduler's own round trip: empty tasks sent one after the other.
+
+Every class run regrades (the results store is not used) and is timed from the first notebook sent to the last
+result received (the judging phase; the class's fixed costs, the gradebook registration and the workers'
+preflight, are printed apart). Printed: core-seconds per full submission, p50/p95 of each notebook's judge time,
+the speed-ups, Dask's own cost per task (round trip, the worker's code around the judge, bytes each way) against
+a notebook's time, the goals (Dask overhead < 2% of a notebook; 2 workers >= 1.85x one; 5,000 students under an
+hour on 128 cores) and a sizing table: students x notebooks against cores, predicted wall time and cost at
+--price dollars per core-hour. Run it on a quiet machine; say which notebooks graded fully.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import nbformat
 
-from lecture2_grader import ASSIGNMENT, cli
+from lecture2_grader import ASSIGNMENT, cli, executors, gradebook, pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
+STUDENTS_ROWS = (30, 200, 1000, 5000)
+CORES_COLUMNS = (2, 16, 64, 128, 512)
 
 
-def filled_release(folder: Path) -> list[Path]:
-    """The release notebooks with the reference answers typed in, written to `folder`."""
+def filled_release(folder: Path, wanted: list[str] | None = None) -> list[Path]:
+    """The release notebooks (all, or those `wanted` names) with the reference answers typed in, in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for source in sorted((ROOT / "solutions" / ASSIGNMENT).glob("*.ipynb")):
+        if wanted and not any(source.name == w or source.name.startswith(f"{w.removesuffix('.ipynb')}_")
+                              or source.stem == w.removesuffix(".ipynb") for w in wanted):
+            continue
         reference = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(source, 4).cells
                      if c.metadata.get("nbgrader", {}).get("solution")}
         nb = nbformat.read(ROOT / "notebooks" / ASSIGNMENT / source.name, 4)
@@ -55,42 +76,282 @@ def course_with(students: int, root: Path, submission: Path) -> Path:
     return course
 
 
-def timed(label: str, fn) -> float:
+class Recorder:
+    """An executor's proxy that notes when each notebook was sent and when its result came back."""
+
+    def __init__(self, inner):
+        self.inner, self.sent, self.back, self.labels = inner, {}, {}, {}
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def submit(self, judge_job: dict, label: str | None = None) -> Future:
+        future = self.inner.submit(judge_job, label=label)
+        self.sent[future], self.labels[future] = time.perf_counter(), label or ""
+        future.add_done_callback(lambda f: self.back.setdefault(f, time.perf_counter()))
+        return future
+
+    def span(self) -> float:
+        """Seconds from the first notebook sent to the last result back."""
+        return max(self.back.values()) - min(self.sent.values()) if self.back else 0.0
+
+    def judged(self) -> dict[str, list[float]]:
+        """Notebook stem -> the judge's seconds of each of its runs."""
+        per: dict[str, list[float]] = {}
+        for future, label in self.labels.items():
+            timing = self.inner.timing(future)
+            if timing:
+                per.setdefault(label.split("/")[-1], []).append(timing["seconds"])
+        return per
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def warm_forkserver() -> None:
+    """Start this process's judge fork server (torch imported once) before anything is timed, as a Dask worker
+    does in its preflight."""
+    if pipeline._forkserver_usable():
+        child = pipeline._context().Process(target=os.getpid)
+        child.start()
+        child.join()
+
+
+class MemorySampler:
+    """The peak memory (proportional set size: shared pages counted once) of this process's descendants: the
+    fork server, the judges, their sandboxes and the students' processes in them."""
+
+    def __init__(self, interval: float = 1.0):
+        import threading
+
+        self.peak, self.interval = 0, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self):
+        import psutil
+
+        me = psutil.Process()
+        while not self._stop.wait(self.interval):
+            total = 0
+            for proc in me.children(recursive=True):
+                try:
+                    total += proc.memory_full_info().pss
+                except (psutil.Error, OSError):
+                    pass
+            self.peak = max(self.peak, total)
+
+
+def grade(course: Path, executor, runtime, label: str, figures: dict, memory: bool = False) -> Recorder:
+    """One class run; with `memory`, the peak memory of the judging processes is sampled (which costs CPU)."""
+    recorder = Recorder(executor)
     start = time.perf_counter()
-    fn()
-    seconds = time.perf_counter() - start
-    print(f"{label:<44} {seconds:7.1f} s", flush=True)
-    return seconds
+    with MemorySampler(interval=1.0 if memory else 1e9) as memory:
+        students, notes = cli.grade_class(course, runtime, executor=recorder, regrade=True)
+    total = time.perf_counter() - start
+    span = recorder.span()
+    figures["runs"][label] = {"wall": total, "span": span, "fixed": total - span, "judged": recorder.judged(),
+                              "scores": {s.name: s.scores for s in students}, "peak_memory": memory.peak}
+    print(f"{label:<46} {span:7.1f} s judging ({total:6.1f} s in all, {total - span:5.1f} s fixed: gradebook, "
+          "preflight)", flush=True)
+    return recorder
+
+
+def machine() -> dict:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor() or "unknown")
+    return {"nproc": os.cpu_count(), "cpu": model, "python": platform.python_version(), "torch": _version("torch"),
+            "distributed": _version("distributed")}
+
+
+def _version(package: str) -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--students", type=int, default=4)
-    parser.add_argument("--skip-class", action="store_true", help="only plain vs one full submission")
+    parser.add_argument("--students", type=int, default=4, help="students in the class runs (default: 4)")
+    parser.add_argument("--notebook", action="append", metavar="NAME", help="only this notebook (repeatable)")
+    parser.add_argument("--price", type=float, default=0.05, help="dollars per core-hour for the cost column")
+    parser.add_argument("--skip-plain", action="store_true", help="leave out the plain run and grade one")
+    parser.add_argument("--skip-dask-one", action="store_true", help="leave out the 1-worker Dask run")
+    parser.add_argument("--json", type=Path, help="write every figure to this file")
     args = parser.parse_args(argv)
+    from distributed import LocalCluster
+
+    from lecture2_grader import cluster
+
+    figures: dict = {"machine": machine(), "students": args.students, "runs": {}, "command": " ".join(sys.argv)}
+    print(f"machine: {figures['machine']['nproc']} cores ({figures['machine']['cpu']}), Python "
+          f"{figures['machine']['python']}, torch {figures['machine']['torch']}, distributed "
+          f"{figures['machine']['distributed']}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         submission = tmp / "submission"
-        paths = filled_release(submission)
-        env = dict(os.environ)
-        env.pop("NBGRADER_EXECUTION", None)
-        plain = timed("plain: run_cells.py on the 10 notebooks" if len(paths) == 10 else
-                      f"plain: run_cells.py on the {len(paths)} notebooks",
-                      lambda: subprocess.run([sys.executable, str(ROOT / "tools" / "run_cells.py"), *map(str, paths)],
-                                             check=True, capture_output=True, env=env))
-        one = course_with(1, tmp / "one", submission)
-        jobs = os.cpu_count() or 1
-        graded = timed(f"grade one full submission (--jobs {jobs})",
-                       lambda: cli.grade_class(one, cli.make_runtime(jobs), jobs=jobs))
-        print(f"ratio grade / plain: {graded / plain:.2f} (goal <= 1.5)")
-        if not args.skip_class:
-            course = course_with(args.students, tmp / "class", submission)
-            t1 = timed(f"grade {args.students} full submissions --jobs 1",
-                       lambda: cli.grade_class(course, cli.make_runtime(1), jobs=1))
-            t2 = timed(f"grade {args.students} full submissions --jobs 2",
-                       lambda: cli.grade_class(course, cli.make_runtime(2), jobs=2))
-            print(f"speed-up jobs 1 -> 2: {t1 / t2:.2f}x (goal >= 1.85 on 2 cores)")
+        paths = filled_release(submission, args.notebook)
+        stems = [p.stem for p in paths]
+        figures["notebooks"] = stems
+        warm_forkserver()
+        cores = os.cpu_count() or 1
+        if not args.skip_plain:
+            env = dict(os.environ)
+            env.pop("NBGRADER_EXECUTION", None)
+            start = time.perf_counter()
+            subprocess.run([sys.executable, str(ROOT / "tools" / "run_cells.py"), *map(str, paths)], check=False,
+                           capture_output=True, env=env)
+            plain = figures["plain"] = time.perf_counter() - start
+            print(f"{'plain: run_cells.py on the ' + str(len(paths)) + ' notebooks':<46} {plain:7.1f} s", flush=True)
+            one = course_with(1, tmp / "one", submission)
+            rt = cli.make_runtime(cores)
+            run = grade(one, executors.LocalExecutor(rt, cores), rt, f"grade one full submission (--jobs {cores})",
+                        figures)
+            print(f"ratio grade one (judging) / plain: {run.span() / plain:.2f} (goal <= 1.5)", flush=True)
+        course = course_with(args.students, tmp / "class", submission)
+        gradebook.register(course)  # the class's fixed cost, once
+        for jobs in (1, 2):
+            rt = cli.make_runtime(jobs)
+            executor = executors.LocalExecutor(rt, jobs)
+            try:
+                grade(course, executor, rt, f"{args.students} submissions, local pool --jobs {jobs}", figures,
+                      memory=jobs == 2)
+            finally:
+                executor.close()
+        dask_runs = [2] if args.skip_dask_one else [2, 1]
+        for workers in dask_runs:
+            rt = cli.make_runtime(workers)
+            local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                 silence_logs=40)
+            executor = cluster.DaskExecutor(rt, cluster=local, name=f"LocalCluster({workers})")
+            try:
+                start = time.perf_counter()
+                executor.preflight()
+                ready = time.perf_counter() - start
+                run = grade(course, executor, rt, f"{args.students} submissions, Dask {workers} worker"
+                            f"{'s' if workers != 1 else ''}", figures)
+                figures["runs"][run_label(args.students, workers)]["workers_ready"] = ready
+                if workers == 2:
+                    trips = executor.round_trip(50)
+                    tasks = list(executor.completed)
+                    figures["dask"] = {
+                        "round_trip_median": statistics.median(trips), "round_trip_p95": percentile(trips, 0.95),
+                        "worker_code_median": statistics.median(t["task_seconds"] - t["seconds"] for t in tasks),
+                        "sent_bytes_mean": statistics.mean(t["sent_bytes"] for t in tasks),
+                        "received_bytes_mean": statistics.mean(t["received_bytes"] for t in tasks),
+                        "sent_bytes_max": max(t["sent_bytes"] for t in tasks),
+                        "received_bytes_max": max(t["received_bytes"] for t in tasks),
+                        "workers_ready": ready}
+            finally:
+                executor.close()
+    report(figures, args)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1, default=str), encoding="utf-8")
     return 0
+
+
+def run_label(students: int, workers: int) -> str:
+    return f"{students} submissions, Dask {workers} worker{'s' if workers != 1 else ''}"
+
+
+def report(figures: dict, args) -> None:
+    runs, n, stems = figures["runs"], figures["students"], figures["notebooks"]
+    local1, local2 = runs[f"{n} submissions, local pool --jobs 1"], runs[f"{n} submissions, local pool --jobs 2"]
+    dask2 = runs[run_label(n, 2)]
+    dask1 = runs.get(run_label(n, 1))
+    full = {}
+    maxima = gradebook_maxima(stems)
+    for stem in stems:
+        got = {scores.get(stem) for scores in local2["scores"].values()}
+        full[stem] = got == {maxima.get(stem)}
+    print("\nnotebooks graded fully by the reference submission: "
+          + (", ".join(s[:2] for s in stems if full[s]) or "none")
+          + ("; not: " + ", ".join(f"{s[:2]} ({sorted(str(g) for g in {sc.get(s) for sc in local2['scores'].values()})[0]}"
+                                    f"/{maxima.get(s):g})" for s in stems if not full[s]) if not all(full.values()) else ""))
+    print("\njudge time per notebook (--jobs 2, each notebook one thread):")
+    print(f"  {'notebook':<26} {'p50':>7} {'p95':>7}")
+    for stem in stems:
+        times = local2["judged"].get(stem, [])
+        print(f"  {stem:<26} {percentile(times, 0.5):6.1f}s {percentile(times, 0.95):6.1f}s")
+    all_times = [t for times in local2["judged"].values() for t in times]
+    core_seconds = 2 * local2["span"] / n  # both cores busy for the judging phase
+    busy = sum(all_times) / n
+    dask_core_seconds = 2 * dask2["span"] / n
+    print(f"\ncore-seconds per submission ({len(stems)} notebooks): {core_seconds:.1f} (2 cores x judging time / "
+          f"students, local --jobs 2); {busy:.1f} as the sum of the judges' times; {dask_core_seconds:.1f} on "
+          "the 2-worker Dask cluster")
+    print(f"peak memory of the judging processes, --jobs 2: {local2['peak_memory'] / 2**30:.2f} GiB "
+          f"({local2['peak_memory'] / 2 / 2**30:.2f} GiB a notebook at once; PSS of the fork server, judges, "
+          "sandboxes and students' processes)")
+    print(f"speed-up local --jobs 1 -> 2: {local1['span'] / local2['span']:.2f}x")
+    if dask1:
+        print(f"speed-up Dask 1 -> 2 workers: {dask1['span'] / dask2['span']:.2f}x (goal >= 1.85)")
+    print(f"Dask 2 workers against local --jobs 2: {dask2['span'] / local2['span']:.3f} of the time")
+    d = figures["dask"]
+    notebook = statistics.median(all_times)
+    per_task = d["round_trip_median"] + d["worker_code_median"]
+    print(f"Dask's own cost per task: scheduler round trip {d['round_trip_median'] * 1e3:.1f} ms (p95 "
+          f"{d['round_trip_p95'] * 1e3:.1f} ms), the worker's code around the judge {d['worker_code_median'] * 1e3:.1f} ms, "
+          f"data moved {d['sent_bytes_mean'] / 1e3:.1f} kB out (max {d['sent_bytes_max'] / 1e3:.1f}) and "
+          f"{d['received_bytes_mean'] / 1e3:.1f} kB back (max {d['received_bytes_max'] / 1e3:.1f}); a worker is ready "
+          f"{d['workers_ready']:.0f} s after it starts (preflight and torch imported once)")
+    print(f"  = {per_task * 1e3:.1f} ms per task, {100 * per_task / notebook:.3f}% of a median notebook "
+          f"({notebook:.1f} s) (goal < 2%)")
+    students, cores = 5000, 128
+    predicted = predict(students, cores, dask_core_seconds, all_times, d["workers_ready"])
+    print(f"a {students:,}-student class on {cores} cores: {fmt_time(predicted)} predicted "
+          f"({'under' if predicted < 3600 else 'over'} an hour; goal: under an hour)")
+    print(f"\nsizing ({len(stems)} notebooks a student, {dask_core_seconds:.0f} core-seconds a submission as on the "
+          f"2-worker Dask cluster here; ${args.price:g} per core-hour, cores held for the whole run):")
+    print("| students (notebooks) | " + " | ".join(f"{c} cores" for c in CORES_COLUMNS) + " |")
+    print("|---|" + "---|" * len(CORES_COLUMNS))
+    for s in STUDENTS_ROWS:
+        cells = []
+        for c in CORES_COLUMNS:
+            wall = predict(s, c, dask_core_seconds, all_times, d["workers_ready"])
+            cost = c * wall / 3600 * args.price
+            cells.append(f"{fmt_time(wall)}, ${cost:,.2f}" if cost >= 0.1 else f"{fmt_time(wall)}, ${cost:.3f}")
+        print(f"| {s:,} ({s * len(stems):,}) | " + " | ".join(cells) + " |")
+    figures["derived"] = {"core_seconds": core_seconds, "dask_core_seconds": dask_core_seconds,
+                          "per_task_overhead": per_task, "median_notebook": notebook,
+                          "predicted_5000_on_128": predicted, "full": full}
+
+
+def predict(students: int, cores: int, core_seconds: float, notebook_times: list[float], ready: float) -> float:
+    """Wall seconds for `students` full submissions on `cores` cores (one notebook per core at a time): the
+    work spread over the cores, but never less than the slowest notebook; plus a worker's start."""
+    return max(students * core_seconds / cores, percentile(notebook_times, 0.95)) + ready
+
+
+def gradebook_maxima(stems: list[str]) -> dict[str, float]:
+    from lecture2_grader.course import load_course
+
+    return {nb.stem: nb.max_score for nb in load_course(ROOT).values() if nb.stem in stems}
 
 
 if __name__ == "__main__":

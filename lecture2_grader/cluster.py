@@ -1,0 +1,606 @@
+"""Grading on a Dask cluster: one task per student notebook, the same pipeline and sandbox on every worker.
+
+    .venv/bin/python -m lecture2_grader --scheduler tcp://HOST:8786   # a Dask scheduler already running
+    .venv/bin/python -m lecture2_grader --cluster hpc                 # a cluster named in nbgrader_config.py
+
+The instructor's process (cli.py) reads and plans every notebook, sends each judge's job (plain data) to the
+cluster and gets the judge's results back as data (JSON text); it alone writes the results store, the
+gradebook, grades.csv, feedback and the class report. A worker only runs `pipeline.execute`, with its own
+sandbox, its own lecture2 and its own font cache, so a score is the one this machine would give.
+
+    WorkerSetup    a worker plugin. On every worker of the cluster, there now or joining later, it proves
+                   that the worker grades with the instructor's code (content hashes of lecture2 and of this
+                   grader, torch's release, Python's), then that it can start the student's process in its
+                   sandbox and import the course there (pipeline.preflight). Only a worker that passed holds
+                   this run's Dask resource, so only it is given the run's tasks. One that fails says why in one
+                   line (the instructor sees it) and takes none.
+    judge_task     what runs on a worker: checks the worker's code again, then pipeline.execute
+    DaskExecutor   the executor (executors.py): submit(judge_job) -> a Future of the results dict
+
+Failures. A worker killed in the middle of a notebook loses its task: the scheduler runs it again on another
+worker (up to distributed.scheduler.allowed-failures times), and the instructor's process gets one result for
+it, so the notebook is graded once. A judge never outlives its worker (pipeline._die_with_parent). The
+instructor's process killed: every result received is already in the results store (store.py), and the next
+run sends only the notebooks without one.
+
+Trust: workers are the instructor's machines, and the scheduler is reachable by anyone who can reach its port
+(Dask runs what it is sent). Keep it on the cluster's own network, or give the cluster TLS (docs/cluster.md).
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import hashlib
+import importlib
+import importlib.metadata
+import json
+import multiprocessing
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+
+from distributed import Client, Reschedule, get_worker
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from . import pipeline, sandbox
+from .course import tree_digest
+
+TOPIC = "lecture2-grader"  # the scheduler's event log topic where workers say whether they passed
+STRANDED_GRACE = 60.0  # seconds the notebooks left wait when every worker connected has refused them
+WATCH_EVERY = 3.0  # seconds between two looks at the workers' reports while a run lasts
+KINDS = {  # `kind` in a course's cluster settings -> the class that makes the cluster
+    "slurm": "dask_jobqueue.SLURMCluster", "pbs": "dask_jobqueue.PBSCluster", "sge": "dask_jobqueue.SGECluster",
+    "lsf": "dask_jobqueue.LSFCluster", "htcondor": "dask_jobqueue.HTCondorCluster",
+    "kubernetes": "dask_kubernetes.operator.KubeCluster", "local": "distributed.LocalCluster",
+}
+EXTRAS = {"dask_jobqueue": "dask-jobqueue", "dask_kubernetes": "dask-kubernetes (the `kubernetes` extra: "
+          "`.venv/bin/python -m pip install -e '.[kubernetes]'`)"}
+
+
+# ---- what a worker must share with the instructor's process
+
+
+def identity(package: Path | None = None) -> dict[str, str]:
+    """What a score depends on besides the job itself: the course's package and this grader (content hashes
+    of their files, as store.py keys results), torch's release (its local build tag, +cpu or +cu126, aside)
+    and Python's."""
+    package = package or pipeline.package_dir()
+    return {"lecture2": tree_digest(package), "lecture2_grader": tree_digest(pipeline.GRADER),
+            "torch": importlib.metadata.version("torch").split("+")[0], "python": "%d.%d" % sys.version_info[:2]}
+
+
+def differences(wanted: dict[str, str], found: dict[str, str]) -> list[str]:
+    """What differs between the instructor's identity and a worker's, in words."""
+    said = []
+    for part in ("lecture2", "lecture2_grader"):
+        if wanted.get(part) != found.get(part):
+            said.append(f"its {part} package differs from the instructor's (content hash {str(found.get(part))[:12]}, "
+                        f"the instructor's {str(wanted.get(part))[:12]})")
+    for part in ("torch", "python"):
+        if wanted.get(part) != found.get(part):
+            said.append(f"it has {part} {found.get(part)}, the instructor {wanted.get(part)}")
+    return said
+
+
+def _cores() -> int:
+    """The cores this process may use (a Slurm job's or a container's allocation, not the whole machine's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def resource_of(token: str) -> str:
+    return f"lecture2-{token}"
+
+
+def plugin_name(token: str) -> str:
+    return f"lecture2-grader-{token}"
+
+
+# ---- the worker's side
+
+
+class WorkerSetup(WorkerPlugin):
+    """Registered by the instructor's process; set up by Dask on every worker, now or later. Its token is a hash
+    of the instructor's identity and the run's settings: runs of the same code with the same settings share it
+    (a second `make grade`, or one after the instructor's process was killed, finds the workers ready), and a
+    run with other code or settings gets its own check and resource."""
+
+    idempotent = True  # registered again by a run with the same token: the workers keep what they proved
+
+    def __init__(self, token: str, expected: dict[str, str], settings: dict):
+        self.token, self.expected, self.settings = token, expected, settings
+        self.runtime: pipeline.Runtime | None = None
+        self.refusal: str | None = None
+        self._checking = None
+
+    def setup(self, worker) -> None:
+        # The proof takes seconds (a sandbox started, the fork server importing torch): in a thread, so that the
+        # worker keeps answering its scheduler; the run's resource comes when it passes.
+        self._checking = asyncio.ensure_future(self._check(worker))
+
+    async def _check(self, worker) -> None:
+        slots = max(1, worker.state.nthreads)
+        where = {"worker": worker.address, "name": str(worker.name), "host": socket.gethostname(), "token": self.token}
+        try:
+            outcome = await asyncio.to_thread(self.prove, worker.local_directory, slots)
+            if outcome["ok"]:
+                self.runtime = outcome.pop("runtime")
+                await worker.set_resources(**{resource_of(self.token): slots})
+        except Exception as err:  # noqa: BLE001  reported as the worker's refusal
+            self.runtime = None
+            outcome = {"ok": False, "why": f"its check failed ({type(err).__name__}: {err})"}
+        if not outcome["ok"]:
+            self.refusal = outcome["why"]
+        worker.log_event(TOPIC, {**where, **outcome})
+
+    def prove(self, folder: str, slots: int) -> dict:
+        """On the worker: its identity, then a preflight of its own sandbox. {"ok": True, "runtime", "notes"}
+        or {"ok": False, "why": a line for the instructor}."""
+        wrong = differences(self.expected, identity())
+        if wrong:
+            return {"ok": False, "why": "; ".join(wrong) + ". Install the instructor's commit there (the same "
+                    "course, grader and torch), then start the worker again"}
+        # A Nanny's worker is a daemonic process, which multiprocessing forbids to have children; the judges are
+        # its children (forked from pipeline's fork server) and end with it (pipeline._die_with_parent).
+        multiprocessing.current_process()._config["daemon"] = False
+        settings = dict(self.settings)
+        limits = sandbox.Limits(**settings.pop("limits"))
+        threads = int(settings.pop("threads", 0)) or max(1, _cores() // slots)
+        runtime = pipeline.Runtime(**settings, limits=limits, threads=threads)
+        runtime.package = pipeline.package_dir()
+        runtime.mpl_cache = pipeline.font_cache(Path(folder) / "lecture2-grader")
+        try:
+            notes = pipeline.preflight(runtime)
+        except SystemExit as err:
+            return {"ok": False, "why": str(err).removeprefix("error: ")}
+        if runtime.forkserver and pipeline._forkserver_usable():  # torch imported once, before the first notebook
+            child = pipeline._context().Process(target=os.getpid)
+            child.start()
+            child.join()
+        confinement = sandbox.confinement(limits) if runtime.sandboxed else "no sandbox"
+        return {"ok": True, "runtime": runtime, "slots": slots, "threads": runtime.threads, "cuda": runtime.cuda,
+                "notes": notes, "confinement": confinement}
+
+    async def teardown(self, worker) -> None:
+        if self._checking is not None and not self._checking.done():
+            self._checking.cancel()
+        if self.runtime is not None:
+            try:
+                await worker.set_resources(**{resource_of(self.token): 0})
+            except Exception:  # noqa: BLE001  the worker is closing anyway
+                pass
+
+
+_ACTIVE: dict[str, set[int]] = {}  # run token -> threads of this worker judging its notebooks
+
+
+def judge_task(judge_job: dict, token: str, expected: dict[str, str]) -> str:
+    """On a worker: the judge's results for `judge_job`, as JSON text {"judged", "seconds", "worker"}. A worker
+    whose code changed since it passed refuses: it gives up this run's resource and the task goes elsewhere."""
+    entered = time.perf_counter()
+    worker = get_worker()
+    plugin = worker.plugins.get(plugin_name(token))
+    if not isinstance(plugin, WorkerSetup) or plugin.runtime is None:
+        raise Reschedule()  # not this run's worker (a resource left over): the scheduler places it again
+    wrong = differences(expected, identity(plugin.runtime.package))
+    if wrong:
+        plugin.runtime = None
+        worker.loop.add_callback(worker.set_resources, **{resource_of(token): 0})
+        worker.log_event(TOPIC, {"worker": worker.address, "name": str(worker.name), "host": socket.gethostname(),
+                                 "token": token, "ok": False, "why": "its files changed while it was grading: "
+                                 + "; ".join(wrong) + ". Restart it from the instructor's commit"})
+        raise Reschedule()
+    ident = threading.get_ident()
+    _ACTIVE.setdefault(token, set()).add(ident)
+    start = time.perf_counter()
+    try:
+        judged = pipeline.execute(judge_job, plugin.runtime)
+    finally:
+        _ACTIVE.get(token, set()).discard(ident)
+    end = time.perf_counter()
+    return json.dumps({"judged": judged, "seconds": round(end - start, 4), "task_seconds": round(end - entered, 4),
+                       "worker": str(worker.name), "host": socket.gethostname()}, ensure_ascii=False)
+
+
+def stop_judges(token: str) -> int:
+    """On a worker (client.run): stop the judges of this run's notebooks now (the instructor stopped)."""
+    return pipeline.stop_running(set(_ACTIVE.get(token, set())))
+
+
+def _noop() -> float:
+    return time.perf_counter()
+
+
+def _place_waiting_tasks():
+    """A function for client.run_on_scheduler (made here so that it travels by value: the scheduler need not have
+    this package): tasks needing `resource` that waited for a worker ("no-worker") are placed again."""
+
+    def place(resource: str, dask_scheduler=None) -> int:
+        import time as _time
+
+        keys = {ts.key: "waiting" for ts in list(dask_scheduler.unrunnable)
+                if resource in (ts.resource_restrictions or {})}
+        if keys:
+            dask_scheduler.transitions(keys, stimulus_id=f"lecture2-worker-ready-{_time.time()}")
+        return len(keys)
+
+    return place
+
+
+# ---- the instructor's side
+
+
+class DaskExecutor:
+    """Judges on the workers of a Dask cluster, one task per student notebook (see the module's docstring).
+
+    address: a scheduler's address (tcp://HOST:8786), or `cluster`: a Dask cluster object (SLURMCluster,
+    KubeCluster, LocalCluster), closed with the executor. A worker judges as many notebooks at once as it has
+    threads, each with `notebook_threads` threads (1: the basis of docs/cluster.md's figures; 0: the worker's
+    cores / its threads). `first_worker_timeout`: seconds to wait for a worker to pass its check (Slurm jobs
+    may queue). `stop`: an Event that the instructor's Ctrl-C sets."""
+
+    def __init__(self, runtime: pipeline.Runtime, address: str | None = None, *, cluster=None, name: str | None = None,
+                 notebook_threads: int = 1, first_worker_timeout: float = 600.0, stop: threading.Event | None = None):
+        self.runtime, self.cluster, self.notebook_threads = runtime, cluster, notebook_threads
+        self.first_worker_timeout, self.stopping = first_worker_timeout, stop or threading.Event()
+        target = cluster if cluster is not None else address
+        try:
+            self.client = Client(target, timeout="60s", set_as_default=False)
+        except (OSError, TimeoutError) as err:
+            if cluster is not None:
+                cluster.close()
+            raise SystemExit(f"error: no Dask scheduler answers at {address or cluster} ({err}); start one "
+                             "(`dask scheduler`) or check the address") from None
+        self.address = self.client.scheduler.address
+        self.name = name or self.address
+        self.token = ""  # set by preflight(): hash of the identity and the settings
+        self.expected: dict[str, str] | None = None
+        self.ready: dict[str, dict] = {}  # worker address -> its passing event
+        self.refused: dict[str, str] = {}  # worker address -> why
+        self._lock = threading.Lock()
+        self._futures: dict[concurrent.futures.Future, object] = {}  # ours -> Dask's (kept until done)
+        self._timings: dict[concurrent.futures.Future, dict] = {}
+        self._queued: dict[str, collections.deque] = {}  # notebook stem -> (ours, job, label) not sent yet
+        self._waiting: dict[concurrent.futures.Future, None] = {}  # ours, queued
+        self._expected: dict[str, tuple[float, int]] = {}  # notebook stem -> (mean judge seconds, results)
+        self.completed: list[dict] = []  # one timing per notebook judged, in the order they came back
+        self._printed: set[str] = set()
+        self._names: dict[str, str] = {}
+        self._registered = False
+        self._closed = threading.Event()
+
+    def describe(self) -> str:
+        slots = sum(int(e.get("slots", 1)) for e in self.ready.values())
+        return (f"{len(self.ready)} Dask worker{'s' if len(self.ready) != 1 else ''} ({slots} notebooks at once) "
+                f"of {self.name}")
+
+    # -- the workers' checks
+
+    def settings(self) -> dict:
+        rt = self.runtime
+        return {"cell_timeout": rt.cell_timeout, "notebook_timeout": rt.notebook_timeout, "limits": asdict(rt.limits),
+                "sandboxed": rt.sandboxed, "forkserver": rt.forkserver, "threads": self.notebook_threads}
+
+    def _present(self) -> set[str]:
+        return set(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def _events(self, present: set[str] | None = None) -> bool:
+        """Read the workers' reports on this run's token from the scheduler's event log (the caller holds the
+        lock); True when a worker became ready since the last read."""
+        new = False
+        for _, msg in self.client.get_events(TOPIC):
+            if not isinstance(msg, dict) or msg.get("token") != self.token:
+                continue
+            worker = str(msg.get("worker"))
+            self._names[worker] = str(msg.get("name") or "")
+            if msg.get("ok"):
+                new = new or worker not in self.ready
+                self.ready[worker] = msg
+                self.refused.pop(worker, None)
+            else:
+                self.ready.pop(worker, None)
+                self.refused[worker] = str(msg.get("why"))
+        if present is not None:  # workers gone (stopped, killed, their jobs ended) are no one's concern now
+            for gone in set(self.ready) - present:
+                self.ready.pop(gone)
+            for gone in set(self.refused) - present:
+                self.refused.pop(gone)
+        for worker in sorted(self.refused):
+            line = self.refusal_line(worker)
+            if line not in self._printed:
+                self._printed.add(line)
+                print(f"note: {line}", file=sys.stderr, flush=True)
+        return new
+
+    def _watch(self) -> None:
+        """While the run lasts: every few seconds, the workers' reports (a worker that joins and passes, or
+        refuses, is seen) and, when one became ready, the tasks that waited for a worker are placed again (Dask
+        does not look at them again when a worker's resources change). When no worker can take the run's
+        notebooks any more (every one refused, e.g. its files changed under it), the notebooks still waiting
+        fail with the workers' reasons instead of waiting for ever."""
+        stranded_since = None
+        while not self._closed.wait(WATCH_EVERY):
+            try:
+                present = self._present()
+                with self._lock:
+                    became_ready = self._events(present)
+                    stranded = bool(self._futures or self._waiting) and not self.ready and (
+                        bool(present) and set(self.refused) >= present or not present)
+                if became_ready:
+                    self.client.run_on_scheduler(_place_waiting_tasks(), resource_of(self.token))
+                    self._pump()  # a larger window
+                stranded_since = (stranded_since or time.monotonic()) if stranded else None
+                grace = STRANDED_GRACE if present else self.first_worker_timeout
+                if stranded_since is not None and time.monotonic() - stranded_since > grace:
+                    self._fail_waiting()
+                    stranded_since = None
+            except Exception:  # noqa: BLE001  the cluster going away: close() follows
+                if self._closed.is_set():
+                    return
+
+    def _fail_waiting(self) -> None:
+        with self._lock:
+            waiting = {**dict.fromkeys(self._waiting), **self._futures}
+            why = "; ".join(self.refusal_line(w) for w in sorted(self.refused)) or "no worker is connected"
+        error = RuntimeError(f"no worker of {self.name} can grade it now ({why})")
+        for ours in waiting:
+            if not ours.done():
+                ours.set_exception(error)
+        try:
+            self.client.cancel([f for f in waiting.values() if f is not None], force=True)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def refusal_line(self, worker: str) -> str:
+        name = self._names.get(worker)
+        return f"Dask worker {name + ' at ' if name and name != worker else ''}{worker} takes no notebooks: {self.refused[worker]}"
+
+    def preflight(self) -> list[str]:
+        """Send this run's check to every worker and wait until one passed (all of them, if they are there
+        already). Returns notes for the report; SystemExit when no worker can grade."""
+        if not self._registered:
+            self.expected = identity(self.runtime.package)
+            settings = self.settings()
+            self.token = hashlib.sha256(json.dumps([self.expected, settings], sort_keys=True).encode()).hexdigest()[:12]
+            self.client.register_plugin(WorkerSetup(self.token, self.expected, settings), name=plugin_name(self.token))
+            self._registered = True
+            self._watcher = threading.Thread(target=self._watch, name="lecture2-workers", daemon=True)
+            self._watcher.start()
+        started = time.monotonic()
+        while True:
+            present = self._present()
+            with self._lock:
+                self._events(present)
+                waiting = present - set(self.ready) - set(self.refused)
+            if self.ready and not waiting:
+                self.client.run_on_scheduler(_place_waiting_tasks(), resource_of(self.token))
+                break
+            if present and not waiting and not self.ready:
+                raise SystemExit("error: no worker of the Dask cluster can grade:\n" + "\n".join(
+                    f"  {self.refusal_line(w)}" for w in sorted(self.refused)))
+            if self.stopping.is_set():
+                raise SystemExit("stopped before the first notebook was graded")
+            if time.monotonic() - started > self.first_worker_timeout:
+                if self.ready:
+                    break  # the others are still getting ready: they join when they pass
+                raise SystemExit(f"error: no Dask worker of {self.name} passed its check within "
+                                 f"{self.first_worker_timeout:g} s ({len(present)} connected"
+                                 + (", ".join([""] + [self.refusal_line(w) for w in sorted(self.refused)])) + ")")
+            time.sleep(0.25)
+        notes = [f"grading on {self.describe()}"]
+        seen = set()
+        for event in self.ready.values():
+            for note in [f"workers' sandboxes: {event.get('confinement')}", *(event.get("notes") or [])]:
+                if note not in seen:
+                    seen.add(note)
+                    notes.append(note)
+        notes += [self.refusal_line(w) for w in sorted(self.refused)]
+        return notes
+
+    # -- the executor's interface
+
+    def submit(self, judge_job: dict, label: str | None = None) -> concurrent.futures.Future:
+        """Queue one notebook; it is sent to the cluster when a worker's slot is free (see _pump)."""
+        if not self._registered:
+            self.preflight()
+        ours: concurrent.futures.Future = concurrent.futures.Future()
+        stem = str(judge_job.get("notebook") or (label or "").rpartition("/")[2])
+        with self._lock:
+            self._queued.setdefault(stem, collections.deque()).append((ours, judge_job, label))
+            self._waiting[ours] = None
+        self._pump()
+        return ours
+
+    def _window(self) -> int:
+        """Tasks on the cluster at once: two a slot of the workers that passed (one running, one ready to)."""
+        return max(2, 2 * sum(int(e.get("slots", 1)) for e in self.ready.values()))
+
+    def _pump(self) -> None:
+        """Send queued notebooks while fewer than _window() are on the cluster, the longest first (by the mean
+        time of that notebook's results so far; a notebook not seen yet first). The scheduler then places each
+        on the freest worker: a bounded window keeps the class balanced to the end (Dask does not move tasks
+        restricted to a resource between workers), and longest first shortens the last wave."""
+        while True:
+            with self._lock:
+                if self.stopping.is_set() or len(self._futures) >= self._window():
+                    return
+                stems = [s for s, q in self._queued.items() if q]
+                if not stems:
+                    return
+                stem = max(stems, key=lambda s: self._expected.get(s, (float("inf"), 0))[0])
+                ours, judge_job, label = self._queued[stem].popleft()
+                if ours.done():  # failed or cancelled while it waited
+                    self._waiting.pop(ours, None)
+                    continue
+                self._waiting.pop(ours, None)
+                self._futures[ours] = None
+            self._send(ours, judge_job, label, stem)
+
+    def _send(self, ours: concurrent.futures.Future, judge_job: dict, label: str | None, stem: str) -> None:
+        sent = json.dumps(judge_job, ensure_ascii=False)
+        key = f"lecture2-judge-{label or stem}-{uuid.uuid4().hex[:8]}".replace("/", ":")
+        submitted = time.perf_counter()
+        theirs = self.client.submit(judge_task, judge_job, self.token, self.expected, key=key, pure=False,
+                                    resources={resource_of(self.token): 1})
+
+        def done(future) -> None:
+            received = time.perf_counter()
+            try:
+                text = future.result()
+                payload = json.loads(text)
+                judged = payload["judged"]
+                if not isinstance(judged, dict):
+                    raise ValueError("a worker sent results that are not a dict")
+                timing = {"label": label, "seconds": float(payload["seconds"]), "worker": payload.get("worker"),
+                          "task_seconds": float(payload.get("task_seconds") or payload["seconds"]),
+                          "host": payload.get("host"), "round_trip": received - submitted,
+                          "sent_bytes": len(sent.encode()), "received_bytes": len(text.encode())}
+                with self._lock:
+                    self._timings[ours] = timing
+                    self.completed.append(timing)
+                    mean, count = self._expected.get(stem, (0.0, 0))
+                    self._expected[stem] = ((mean * count + timing["seconds"]) / (count + 1), count + 1)
+                if not ours.done():  # (a notebook failed for want of workers stays failed)
+                    ours.set_result(judged)
+            except BaseException as err:  # noqa: BLE001  cancelled, a worker lost too often, a grader bug
+                if not ours.done():
+                    ours.set_exception(err)
+            finally:
+                with self._lock:
+                    self._futures.pop(ours, None)
+                self._pump()
+
+        with self._lock:
+            self._futures[ours] = theirs
+        theirs.add_done_callback(done)
+
+    def timing(self, future: concurrent.futures.Future) -> dict | None:
+        """How long the worker judged this notebook (seconds), where, the round trip seen from here and the
+        bytes moved each way; None until it is done."""
+        with self._lock:
+            return self._timings.get(future)
+
+    def stop(self) -> None:
+        """The instructor stopped: cancel every task not done and stop this run's judges on the workers."""
+        self.stopping.set()
+        with self._lock:
+            pending = [f for f in self._futures.values() if f is not None]
+            queued = list(self._waiting)
+        for ours in queued:
+            ours.cancel() or (ours.done() or ours.set_exception(concurrent.futures.CancelledError()))
+        if pending:
+            try:
+                self.client.cancel(pending, force=True)
+            except Exception:  # noqa: BLE001  the cluster may be gone already
+                pass
+        try:
+            self.client.run(stop_judges, self.token)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def round_trip(self, n: int = 50) -> list[float]:
+        """Seconds of `n` empty tasks sent one after the other: the scheduler's own round trip."""
+        times = []
+        for _ in range(n):
+            start = time.perf_counter()
+            self.client.submit(_noop, pure=False).result()
+            times.append(time.perf_counter() - start)
+        return times
+
+    def close(self) -> None:
+        """Disconnect (the workers keep this token's check for the next run with the same code), and close the
+        cluster if this executor made it."""
+        self._closed.set()
+        try:
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+
+
+# ---- clusters named in the course's configuration
+
+
+def course_clusters(course: Path) -> dict[str, dict]:
+    """`c.Lecture2Grader.clusters` of the course's nbgrader_config.py: name -> settings."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    path = course / "nbgrader_config.py"
+    config = PyFileConfigLoader(path.name, path=str(course)).load_config()
+    section = config.get("Lecture2Grader") or {}
+    clusters = section.get("clusters") if hasattr(section, "get") else None
+    return dict(clusters or {})
+
+
+def _cluster_class(kind: str, dotted: str | None):
+    dotted = dotted or KINDS.get(kind)
+    if dotted is None:
+        raise SystemExit(f"error: a cluster of kind {kind!r} is not known: kind is one of scheduler, "
+                         f"{', '.join(KINDS)} (or give `class`: 'module.ClusterClass')")
+    module, _, name = dotted.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError:
+        top = module.split(".")[0]
+        raise SystemExit(f"error: a {kind} cluster needs {EXTRAS.get(top, top)}, which is not installed in "
+                         f"this environment ({sys.executable})") from None
+
+
+def kubernetes_options(spec: dict) -> dict:
+    """KubeCluster's options for a course's `kubernetes` cluster with a `worker_security_context`: the
+    DaskCluster resource dask-kubernetes would make from the same options (its make_cluster_spec), with that
+    securityContext on the worker container (bubblewrap makes namespaces there; cgroups need more)."""
+    from dask_kubernetes.operator import make_cluster_spec
+
+    options = dict(spec)
+    context = options.pop("worker_security_context")
+    made = {k: options.pop(k) for k in ("image", "n_workers", "resources", "env", "worker_command", "idle_timeout")
+            if k in options}
+    resource = make_cluster_spec(name=options.get("name") or "lecture2-grader", **made)
+    return {**options, "custom_cluster_spec": with_worker_security(resource, context)}
+
+
+def with_worker_security(resource: dict, context: dict) -> dict:
+    """A DaskCluster resource (a dict, as dask-kubernetes makes it) whose worker containers get `context`."""
+    for container in resource["spec"]["worker"]["spec"]["containers"]:
+        container["securityContext"] = {**container.get("securityContext", {}), **context}
+    return resource
+
+
+def from_config(course: Path, name: str, runtime: pipeline.Runtime, stop: threading.Event | None = None) -> DaskExecutor:
+    """The executor for the cluster `name` of the course's configuration (docs/cluster.md). Its settings:
+    `kind` (scheduler, slurm, kubernetes, local, ...; or `class`), `address` for a scheduler, `jobs` (batch
+    jobs to submit) or `workers` (workers to scale to),
+    `notebook_threads`, `first_worker_timeout` (seconds; DaskExecutor's), and every other key an option of the
+    cluster class."""
+    clusters = course_clusters(course)
+    if name not in clusters:
+        known = ", ".join(sorted(clusters)) or "none"
+        raise SystemExit(f"error: no cluster named {name!r} in {course / 'nbgrader_config.py'} "
+                         f"(c.Lecture2Grader.clusters names: {known}); see docs/cluster.md")
+    spec = dict(clusters[name])
+    kind = str(spec.pop("kind", "scheduler"))
+    ours = {"first_worker_timeout": float(spec.pop("first_worker_timeout", 600)),
+            "notebook_threads": int(spec.pop("notebook_threads", 1)), "stop": stop}
+    if kind == "scheduler":
+        return DaskExecutor(runtime, str(spec["address"]), name=name, **ours)
+    # A fixed size, not dask's adapt(): the executor keeps only two tasks a worker's slot on the scheduler (a
+    # balanced class to the end), so adapt() would never see the class waiting and never grow.
+    jobs, workers = spec.pop("jobs", None), spec.pop("workers", None)
+    cls = _cluster_class(kind, spec.pop("class", None))
+    if kind == "kubernetes" and "worker_security_context" in spec:
+        spec = kubernetes_options(spec)
+    cluster = cls(**spec)
+    if jobs is not None:
+        cluster.scale(jobs=int(jobs))
+    elif workers is not None:
+        cluster.scale(int(workers))
+    return DaskExecutor(runtime, cluster=cluster, name=f"{name} ({kind})", **ours)
