@@ -19,7 +19,12 @@ executor call the pipeline):
     artifacts.py   the autograded notebook, the grading summary, feedback.py's page
     gradebook.py   nbgrader's gradebook and grades.csv; report.py one line per student;
                    classreport.py mistakes.csv and class_report/
-    collect.py     an LMS download into submitted/ (before grading)
+    store.py       each notebook's judged results, keyed by content hashes: a regrade runs what changed
+    executors.py   where judges run: this machine's pool; cluster.py a Dask cluster (Slurm, Kubernetes)
+
+Around grading, the term: intake.py and collect.py an LMS download into submitted/, notebook by notebook,
+earlier copies kept; handin.py a student's hand-in zip; export.py the grades for Canvas and Moodle;
+nbgrader_hooks.py formgrader's buttons through this grader; validate.py `make validate`.
 
 Everything a student controls is escaped where it is shown (text.py).
 """

@@ -6,13 +6,17 @@
     .venv/bin/python -m lecture2_grader --student bob --notebook 09   # bob's late notebook 09 only
     .venv/bin/python -m lecture2_grader --regrade        # run every notebook again (after changing the checks,
                                                          # the stored results are stale anyway)
+    .venv/bin/python -m lecture2_grader --scheduler tcp://HOST:8786   # on a Dask cluster (docs/cluster.md)
+    .venv/bin/python -m lecture2_grader --cluster hpc    # on the cluster `hpc` of nbgrader_config.py
+    .venv/bin/python -m lecture2_grader --watch          # grade each submission as it arrives; Ctrl-C stops
 
 For each student and notebook, the pipeline (lecture2_grader.pipeline): prepare (read, scan, plan), execute (the
-judge and the student's sandboxed process, on an executor), finish (points); then the autograded notebook and
-feedback; one student at a time, the gradebook and grades.csv; at the end the class report and one line per
-student. A notebook is executed only when its submitted file, its instructor notebook or the grading code
-changed since its stored result (store.py). Every stage of every notebook is guarded: a file or a run that
-breaks something costs that notebook only.
+judge and the student's sandboxed process, on an executor: this machine's pool or a Dask cluster), finish
+(points); then the autograded notebook and feedback; one student at a time, the gradebook and grades.csv; at the
+end the class report and one line per student. A notebook is executed only when its submitted file, its
+instructor notebook or the grading code changed since its stored result (store.py). Every stage of every
+notebook is guarded: a file or a run that breaks something costs that notebook only. Ctrl-C stops after the
+results already received are written (nothing is left half-written); the next run grades what is left.
 """
 from __future__ import annotations
 
@@ -20,15 +24,17 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 
 from . import ASSIGNMENT, artifacts, classreport, executors, gradebook, pipeline, sandbox, store
-from .course import Notebook, load_course, tree_digest
+from .course import Notebook, load_course
 from .report import Student, report_line
 from .score import NotebookResult
 from .text import terminal
@@ -76,10 +82,13 @@ def students_of(submitted: Path, only: list[str] | None) -> tuple[list[str], lis
 
 
 def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | None = None, jobs: int = 1,
-                notebooks: list[str] | None = None, regrade: bool = False, executor=None) -> tuple[list[Student], list[str]]:
+                notebooks: list[str] | None = None, regrade: bool = False, executor=None,
+                stop: threading.Event | None = None) -> tuple[list[Student], list[str]]:
     """Grade every student under course/submitted (or only `students`, only the notebooks `notebooks`);
     returns them and notes for the report. A notebook whose stored result has the same key (store.py) is not
-    run again unless `regrade`. `executor` runs the judges (default: a LocalExecutor of `jobs`)."""
+    run again unless `regrade`. `executor` runs the judges (default: a LocalExecutor of `jobs`; executors.py).
+    When `stop` is set (Ctrl-C), the notebooks not judged yet are left for the next run: every result received
+    is stored and written, every file whole."""
     course = course.resolve()
     submitted = course / "submitted"
     if not (course / "nbgrader_config.py").is_file():
@@ -100,7 +109,7 @@ def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | N
         runtime.mpl_cache = pipeline.font_cache(scratch)
         notes = skipped
         gradebook.register(course, {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in every.values()})
-        code_digest = tree_digest(runtime.package) + tree_digest(pipeline.GRADER)
+        code_digest = pipeline.code_digest(runtime.package)
         records = {n: Student(n) for n in names}
         planned: dict[str, list[tuple[Notebook, pipeline.Job]]] = {n: [] for n in names}
         for n in names:
@@ -118,6 +127,7 @@ def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | N
                     planned[n].append((nb, job))
         pending = {n: len(j) for n, j in planned.items()}
         finished: dict[str, dict[str, NotebookResult]] = {n: {} for n in names}
+        blank: dict[str, list[str]] = {n: [] for n in names}  # notebooks handed in as released
         total = sum(pending.values())
         results: list[Student] = []
         reused = 0
@@ -128,6 +138,8 @@ def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | N
             if result is not None:
                 _guarded("writing feedback", job.student, nb, record, artifacts.write, course, nb, job, judged, result)
                 finished[job.student][nb.stem] = result
+                if _guarded("reading", job.student, nb, record, artifacts.state, course, nb, job) == "blank":
+                    blank[job.student].append(nb.stem)
             record.seconds += seconds
             pending[job.student] -= 1
             if pending[job.student] == 0:
@@ -137,6 +149,8 @@ def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | N
             record = records[name]
             for stem, result in sorted(finished[name].items()):
                 record.problems += [f"{stem}: {p}" for p in result.problems]
+            if blank[name]:  # not a fault, but not "ok" either: the instructor sees it in the line
+                record.problems.append("blank (nothing attempted): " + ", ".join(sorted(blank[name])))
             try:
                 record.scores = gradebook.merge(course, name, finished[name])
             except Exception as err:  # noqa: BLE001
@@ -155,27 +169,41 @@ def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | N
                     complete(nb, job, stored, 0.0)
                 else:
                     to_run.append((nb, job))
-        if to_run:
-            notes = notes + pipeline.preflight(runtime)
+        if to_run and not (stop is not None and stop.is_set()):
             executor = executor or executors.LocalExecutor(runtime, jobs)
+            notes = notes + (executor.preflight() if hasattr(executor, "preflight") else pipeline.preflight(runtime))
             done = 0
             _progress(0, len(to_run), "")
             futures = {}
             for nb, job in to_run:
-                futures[executor.submit(job.judge)] = (nb, job, time.perf_counter())
-            for future in as_completed(futures):
-                nb, job, started = futures[future]
-                seconds = time.perf_counter() - started
-                try:
-                    judged = future.result()
-                except Exception as err:  # noqa: BLE001  the executor lost it: this notebook only
-                    judged = {"error": f"the grader could not run this notebook ({type(err).__name__}: {err})"}
-                if isinstance(judged, dict) and "error" not in judged:
-                    _guarded("storing the result", job.student, nb, records[job.student], results_store.put,
-                             job.student, nb.stem, job.digest, judged, seconds)
-                complete(nb, job, judged, seconds)
-                done += 1
-                _progress(done, len(to_run), f"{job.student}/{nb.stem}")
+                futures[executor.submit(job.judge, label=f"{job.student}/{nb.stem}")] = (nb, job, time.perf_counter())
+            waiting = set(futures)
+            while waiting:
+                finished_now, waiting = wait(waiting, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in finished_now:
+                    nb, job, started = futures[future]
+                    timing = executor.timing(future) if hasattr(executor, "timing") else None
+                    seconds = timing["seconds"] if timing else time.perf_counter() - started
+                    try:
+                        judged = future.result()
+                    except Exception as err:  # noqa: BLE001  the executor lost it: this notebook only
+                        judged = {"error": f"the grader could not run this notebook ({type(err).__name__}: {err})"}
+                    if isinstance(judged, dict) and "error" not in judged:
+                        _guarded("storing the result", job.student, nb, records[job.student], results_store.put,
+                                 job.student, nb.stem, job.digest, judged, seconds)
+                    complete(nb, job, judged, seconds)
+                    done += 1
+                    _progress(done, len(to_run), f"{job.student}/{nb.stem}")
+                if waiting and stop is not None and stop.is_set():
+                    if hasattr(executor, "stop"):
+                        executor.stop()
+                    interrupted = len(waiting)
+                    for n in names:  # what each student has, in the gradebook; the rest stays as it was
+                        if 0 < pending[n] and finished[n]:
+                            merge(n)
+                    notes.append(f"stopped: {interrupted} notebook{'s' if interrupted != 1 else ''} not graded this "
+                                 "time (the gradebook keeps their earlier scores); the next run grades them")
+                    break
             if sys.stderr.isatty():
                 print(file=sys.stderr)
         if reused:
@@ -213,11 +241,80 @@ def make_runtime(jobs: int = 1, cell_timeout: float = 120, notebook_timeout: flo
                             threads=max(1, (os.cpu_count() or 1) // jobs))
 
 
+def fingerprint(submitted: Path, names: list[str]) -> dict[str, tuple]:
+    """What --watch compares between two looks: each student folder's files (name, size, modification time)."""
+    seen = {}
+    for name in names:
+        folder = submitted / name / ASSIGNMENT
+        try:
+            seen[name] = tuple(sorted((p.name, st.st_size, st.st_mtime_ns) for p in folder.iterdir()
+                                      for st in [p.lstat()]))
+        except OSError:
+            seen[name] = ()
+    return seen
+
+
+def watch(course: Path, runtime: pipeline.Runtime, executor, stop: threading.Event, poll: float = 10.0,
+          students: list[str] | None = None, notebooks: list[str] | None = None, out=None) -> int:
+    """Grade the class, then every student whose submitted files are new or changed, `poll` seconds apart,
+    until `stop` is set. A folder is graded once its files have stayed the same for one look (an upload or an
+    unzip still under way is not graded half-copied). Rounds reuse `executor`, and the store makes each round
+    cost only what changed. Returns the number of rounds graded."""
+    out = out or (lambda line: print(line, flush=True))
+    course = course.resolve()
+    submitted = course / "submitted"
+    graded: dict[str, tuple] = {}
+    previous: dict[str, tuple] | None = None
+    rounds, said = 0, set()
+    out(f"watching {submitted} every {poll:g} s on {executor.describe()} (Ctrl-C stops)")
+    while not stop.is_set():
+        names = students or (sorted(p.name for p in submitted.iterdir() if p.is_dir() and not p.name.startswith("."))
+                             if submitted.is_dir() else [])
+        now = fingerprint(submitted, names)
+        changed = [n for n in names if graded.get(n) != now[n] and (previous is None or previous.get(n) == now[n])]
+        if changed:
+            start = time.perf_counter()
+            done, notes = grade_class(course, runtime, changed, notebooks=notebooks, executor=executor, stop=stop)
+            max_total = sum(gradebook.max_scores(course).values())
+            for record in done:
+                out(report_line(record, max_total))
+            for note in notes:
+                if note not in said:  # a note of the executor's (its sandboxes, a refused worker) once a session
+                    said.add(note)
+                    print(f"note: {note}", file=sys.stderr, flush=True)
+            if not stop.is_set():
+                graded.update({n: now[n] for n in changed})
+            rounds += 1
+            out(f"{time.strftime('%H:%M:%S')} graded {len(done)} student{'s' if len(done) != 1 else ''} in "
+                f"{time.perf_counter() - start:.0f} s; grades.csv and feedback/ are current")
+        previous = now
+        stop.wait(poll)
+    return rounds
+
+
+def _stop_on_signals(stop: threading.Event) -> dict:
+    """Ctrl-C (or SIGTERM) sets `stop`: the grader finishes writing what it has received and stops. A second
+    Ctrl-C stops at once. Returns the handlers it replaced (main() puts them back)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handler(signum, frame):
+        if stop.is_set():
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+        stop.set()
+        print("\nstopping: the results received are written, the notebooks being graded are left for the next "
+              "run (Ctrl-C again stops at once)", file=sys.stderr, flush=True)
+
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lecture2_grader", description=__doc__.split("\n\n")[0])
     parser.add_argument("--course", type=Path, default=Path("."), help="the course folder (default: .)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                        help="notebooks graded at once, each in its own sandbox (default: the number of cores)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="notebooks graded at once on this machine, each in its own sandbox (default: the number "
+                             "of cores; on a Dask cluster each worker's threads say it)")
     parser.add_argument("--cell-timeout", type=float, default=120, help="seconds one cell may run (default: 120)")
     parser.add_argument("--notebook-timeout", type=float, default=600,
                         help="hard wall-clock seconds for one notebook, all its processes killed after (default: 600)")
@@ -228,31 +325,73 @@ def main(argv: list[str] | None = None) -> int:
                         help="grade only this notebook (05, 05_flops or 05_flops.ipynb; repeatable)")
     parser.add_argument("--regrade", action="store_true",
                         help="run every notebook again, even those whose stored result is current")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="grade on the Dask cluster of this scheduler (tcp://HOST:8786): one task per student "
+                            "notebook, each worker's own sandbox; results come back here (docs/cluster.md)")
+    where.add_argument("--cluster", metavar="NAME",
+                       help="grade on the cluster NAME of the course's nbgrader_config.py (c.Lecture2Grader.clusters: "
+                            "Slurm, Kubernetes, a scheduler; docs/cluster.md)")
+    parser.add_argument("--watch", action="store_true",
+                        help="keep grading: each new or changed submission under submitted/ within a minute; "
+                             "Ctrl-C stops, with every file whole")
+    parser.add_argument("--poll", type=float, default=10.0,
+                        help="with --watch, seconds between two looks at submitted/ (default: 10)")
     parser.add_argument("--unsafe-no-sandbox", action="store_true",
                         help="run students' code without bubblewrap: only for submissions you trust")
     args = parser.parse_args(argv)
-    if args.jobs < 1 or args.cell_timeout <= 0 or args.notebook_timeout <= 0:
-        parser.error("--jobs, --cell-timeout and --notebook-timeout must be positive")
+    jobs = args.jobs if args.jobs is not None else os.cpu_count() or 1
+    if jobs < 1 or args.cell_timeout <= 0 or args.notebook_timeout <= 0 or args.poll <= 0:
+        parser.error("--jobs, --cell-timeout, --notebook-timeout and --poll must be positive")
     if args.memory_limit < 2**30:
         parser.error("--memory-limit below 1GiB: PyTorch alone needs more")
+    on_cluster = bool(args.scheduler or args.cluster)
     if args.unsafe_no_sandbox:
         print("warning: --unsafe-no-sandbox: students' code runs with your permissions", file=sys.stderr)
-    else:
+    elif not on_cluster:  # a cluster's workers prove their own sandbox (lecture2_grader.cluster)
         try:
             sandbox.check_available()
         except sandbox.SandboxUnavailable as err:
             raise SystemExit(f"error: {err}") from None
-    runtime = make_runtime(args.jobs, args.cell_timeout, args.notebook_timeout, args.memory_limit,
+    runtime = make_runtime(jobs, args.cell_timeout, args.notebook_timeout, args.memory_limit,
                            sandboxed=not args.unsafe_no_sandbox)
-    limits = runtime.limits
+    stop = threading.Event()
+    replaced = _stop_on_signals(stop)
+    course = args.course.resolve()
+    try:
+        return _run(args, course, runtime, jobs, on_cluster, stop)
+    finally:
+        for sig, previous in replaced.items():
+            signal.signal(sig, previous)
+
+
+def _run(args, course: Path, runtime: pipeline.Runtime, jobs: int, on_cluster: bool, stop: threading.Event) -> int:
+    if on_cluster:
+        from . import cluster
+
+        executor = (cluster.DaskExecutor(runtime, args.scheduler, stop=stop) if args.scheduler
+                    else cluster.from_config(course, args.cluster, runtime, stop=stop))
+    else:
+        executor = executors.LocalExecutor(runtime, jobs)
     start = time.perf_counter()
-    students, notes = grade_class(args.course, runtime, args.student, args.jobs, args.notebook, args.regrade)
-    max_total = sum(gradebook.max_scores(args.course.resolve()).values())
+    try:
+        if args.watch:
+            watch(course, runtime, executor, stop, args.poll, args.student, args.notebook)
+            print("stopped watching: grades.csv, feedback/ and autograded/ are whole; `make grade` picks up "
+                  "from here", file=sys.stderr)
+            return 0
+        students, notes = grade_class(course, runtime, args.student, jobs, args.notebook, args.regrade,
+                                      executor=executor, stop=stop)
+        where = executor.describe()
+    finally:
+        executor.close()
+    max_total = sum(gradebook.max_scores(course).values())
     for s in students:
         print(report_line(s, max_total))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"graded {len(students)} students in {time.perf_counter() - start:.0f} s with {args.jobs} jobs "
-          f"({sandbox.confinement(limits) if runtime.sandboxed else 'no sandbox'}); "
+    confined = (("each worker's sandbox" if on_cluster else sandbox.confinement(runtime.limits))
+                if runtime.sandboxed else "no sandbox")
+    print(f"graded {len(students)} students in {time.perf_counter() - start:.0f} s on {where} ({confined}); "
           "grades.csv, feedback/ and autograded/ written", file=sys.stderr)
-    return 0
+    return 130 if stop.is_set() else 0

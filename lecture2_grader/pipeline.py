@@ -10,6 +10,7 @@ takes and returns plain data (JSON-able dicts): it is what crosses to another ma
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -22,9 +23,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import plan, sandbox, scan, score, store, submission
-from .course import Notebook
+from .course import Notebook, tree_digest
 
 GRADER = Path(__file__).resolve().parent
+# The grader's modules whose code decides what a judge returns for a submission (what is read, planned, run and
+# how): a change to one of them makes every stored result stale. Scoring, feedback, reports and the gradebook are
+# made again from the stored results at every run, so their changes cost no notebook a run.
+JUDGING = ("course.py", "submission.py", "plan.py", "pipeline.py", "judge.py", "link.py", "kernel.py", "sandbox.py")
+
+
+def code_digest(package: Path) -> str:
+    """Content hash of the code a judge's results depend on: the course's package and the JUDGING modules."""
+    h = hashlib.sha256(tree_digest(package).encode())
+    for name in JUDGING:
+        h.update(name.encode() + b"\0" + (GRADER / name).read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 @dataclass
@@ -113,9 +126,11 @@ def execute(judge_job: dict, runtime: Runtime) -> dict:
         reader.start()
         timer = threading.Timer(runtime.notebook_timeout, lambda: _stop(proc))
         timer.start()
+        _RUNNING[threading.get_ident()] = proc
         try:
             out, _ = proc.communicate(json.dumps(judge_job).encode("utf-8"))
         finally:
+            _RUNNING.pop(threading.get_ident(), None)
             timer.cancel()
             reader.join(5)
         stopped = getattr(proc, "_lecture2_stopped", False)
@@ -130,6 +145,40 @@ def execute(judge_job: dict, runtime: Runtime) -> dict:
     if stopped:
         results["stopped"] = f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)"
     return results
+
+
+# ---- the judges running in this process's threads: a grader stopped by Ctrl-C (or a worker told to) stops them
+
+_RUNNING: dict[int, object] = {}  # thread ident -> its judge (a subprocess.Popen or a forkserver Process)
+
+
+def stop_running(threads: set[int] | None = None) -> int:
+    """Ask the judges started by `threads` (default: every thread of this process) to stop now: SIGTERM, so
+    each writes what it has, kills its student's process and returns results marked "stopped". Returns how
+    many were asked. The caller discards those results (a stopped notebook is graded again next time)."""
+    asked = 0
+    for ident, proc in list(_RUNNING.items()):
+        if threads is not None and ident not in threads:
+            continue
+        try:
+            proc.terminate()
+            asked += 1
+        except (ProcessLookupError, OSError):
+            pass
+    return asked
+
+
+def _die_with_parent() -> None:
+    """SIGTERM this process when its parent (the fork server) ends: a judge never outlives the grader or the
+    Dask worker that started it, even one killed with SIGKILL (Linux only; elsewhere a no-op)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the parent was already gone before the signal was asked for
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 # ---- the judge's fork server: the imports paid once per grading run, a fresh process per notebook
@@ -165,6 +214,7 @@ def _judge_child(job: dict, conn, env: dict) -> None:
     try:
         from .judge import run_job
 
+        _die_with_parent()
         results = run_job(job)
     except BaseException as err:  # noqa: BLE001  the grader's own failure, reported as such
         results = {"error": f"the grader's judge failed ({type(err).__name__}: {err})",
@@ -184,6 +234,7 @@ def _execute_forked(judge_job: dict, runtime: Runtime) -> dict:
     proc = ctx.Process(target=_judge_child, args=(judge_job, send, env), daemon=False)
     proc.start()
     send.close()
+    _RUNNING[threading.get_ident()] = proc
     results, stopped = None, False
     try:
         if receive.poll(runtime.notebook_timeout):
@@ -196,6 +247,7 @@ def _execute_forked(judge_job: dict, runtime: Runtime) -> dict:
     except (EOFError, OSError):
         results = None
     finally:
+        _RUNNING.pop(threading.get_ident(), None)
         proc.join(5)
         if proc.is_alive():
             proc.kill()
@@ -306,6 +358,61 @@ def _preflight():
 '''
 
 
+ISOLATED_FIND = "import importlib.util as u; s = u.find_spec('lecture2'); print(s.origin if s and s.origin else '')"
+
+
+def isolated_package() -> Path | None:
+    """The lecture2 package this environment's Python imports in isolated mode (`-I`: no current folder, no
+    PYTHONPATH), as the student's process does in its sandbox; None when it finds none."""
+    proc = subprocess.run([sys.executable, "-I", "-c", ISOLATED_FIND], capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")})
+    found = proc.stdout.strip()
+    return Path(found).resolve().parent if proc.returncode == 0 and found else None
+
+
+def _path_entries_naming(folder: Path) -> list[str]:
+    """The site-packages .pth files of this environment that put `folder` on the path (an editable install)."""
+    import site
+
+    named = []
+    for packages in {*site.getsitepackages(), site.getusersitepackages()}:
+        for pth in sorted(Path(packages).glob("*.pth")):
+            try:
+                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            if any(line.strip() and Path(line.strip()).resolve() == folder for line in lines):
+                named.append(str(pth))
+    return named
+
+
+def check_package_binding(package: Path) -> None:
+    """SystemExit, saying what is wrong and how to fix it, unless the Python the sandbox runs imports the
+    lecture2 at `package` (the one the grader binds into the sandbox) on its own. The usual failure: the grader
+    runs from one checkout while this environment's editable install points at another, so the sandboxed
+    interpreter would look for lecture2 where nothing is bound and every notebook would end early."""
+    theirs = isolated_package()
+    if theirs == package:
+        return
+    here = Path.cwd()
+    if theirs is None:
+        raise SystemExit(
+            f"error: this environment's Python ({sys.executable}) does not find lecture2 on its own: the grader "
+            f"found it at {package} only through the current folder or PYTHONPATH, which the sandboxed "
+            "interpreter does not use, so every notebook would end early.\n"
+            f"  Install it into the environment from the course folder: `{sys.executable} -m pip install -e "
+            f"{package.parent}` (or `make setup` there).")
+    via = _path_entries_naming(theirs.parent)
+    raise SystemExit(
+        f"error: the grader binds lecture2 from {package} into each sandbox, but this environment's Python "
+        f"imports lecture2 from {theirs} on its own"
+        + (f" (its editable install: {', '.join(via)})" if via else "") + ".\n"
+        f"  The environment was installed from another checkout ({theirs.parent}) than the one the grader runs "
+        f"from ({here}); inside the sandbox only {package} is there, so every notebook would end early.\n"
+        f"  Either run the grader from {theirs.parent}, or reinstall the environment from this checkout: "
+        f"`{sys.executable} -m pip install -e {package.parent}` (or `rm -rf .venv && make setup` there).")
+
+
 def preflight(runtime: Runtime) -> list[str]:
     """Prove, before the first notebook, that the student's process starts in its sandbox and imports this
     grader's lecture2. Returns notes for the report; raises SystemExit saying what is wrong and how to fix it."""
@@ -313,6 +420,8 @@ def preflight(runtime: Runtime) -> list[str]:
 
     from .link import KernelLink, KernelSpec
 
+    if runtime.package is not None:
+        check_package_binding(runtime.package)
     spec = runtime.kernel_spec()
     link = KernelLink(KernelSpec(binds=spec["binds"], limits=runtime.limits, sandboxed=runtime.sandboxed,
                                  mpl_cache=spec["mpl_cache"], cell_timeout=300, start_timeout=300, max_starts=1))

@@ -209,7 +209,8 @@ def attacks_corpus(course: Path) -> dict[str, dict]:
             "                f.write(b'\\0' * 2**20)\n    except OSError:\n        pass\n"
             "_fill('/dev/shm/x'); _fill('/tmp/x'); _fill('/dev/x')\n"), 7, ["names the path '/dev/shm/x'"]),
         "escape": one(sub.filled(NB1, **{TB: ESCAPE.format(other=other, gradebook=course / "gradebook.db",
-                                                          checks=ROOT / "lecture2" / "checks.py", course=course)}), 7),
+                                                          checks=ROOT / "lecture2" / "checks.py", course=course)}), 7,
+                      ["flagged for review"]),
         "terminal-injection": one(_with_unknown_ids("\x1b[2J\x1b[H\rcorrect: 0/7 — forged\nalice: 7/7 — ok",
                                                     "# 86 / 86\n[click](javascript:alert(1))<script>alert(1)</script>"),
                                   7, ["unknown grade_ids ignored: \\x1b[2J"]),
@@ -342,8 +343,9 @@ def test_csv_files_list_every_student_and_neutralise_formulas(graded):
     assert "'+formula-name" in rows and float(rows["'+formula-name"]["total"]) == 7
     for name, case in cases.items():
         assert float(rows[("'" + name if name[0] in "=+-@" else name)]["total"]) == case["score"], name
-    for row in csv.reader((course / "mistakes.csv").open(encoding="utf-8")):
-        assert all(not cell.startswith(("=", "+", "-", "@")) for cell in row), row
+    for name in ("mistakes.csv", "mistakes_by_student.csv", "notebooks.csv"):
+        for row in csv.reader((course / name).open(encoding="utf-8")):
+            assert all(not cell.startswith(("=", "+", "-", "@")) for cell in row), (name, row)
 
 
 def test_feedback_shows_no_hidden_test_nothing_the_student_printed_and_no_student_markup(graded):
@@ -364,12 +366,19 @@ def test_feedback_shows_no_hidden_test_nothing_the_student_printed_and_no_studen
 
 
 def test_the_mistakes_table_counts_exactly_who_made_each_mistake(graded):
-    rows = list(csv.DictReader((graded["course"] / "mistakes.csv").open(encoding="utf-8")))
-    by_key = {(r["test"], r["group"], r["hint_key"]): r for r in rows}
-    bits = by_key[(f"{TB}_check", "real tensors", "bits_for_bytes")]
-    assert {"planted-mistake", "duplicated-answer", "deleted-test-cells", "edited-test-cell", "prints-points"} <= set(bits["who"].split(";"))
+    """mistakes.csv ranks the mistakes of attempted work (how many of how many who attempted), one row per student
+    in mistakes_by_student.csv; an exercise left as released is counted apart, never as a mistake."""
+    course = graded["course"]
+    rows = list(csv.DictReader((course / "mistakes.csv").open(encoding="utf-8")))
+    by_student = list(csv.DictReader((course / "mistakes_by_student.csv").open(encoding="utf-8")))
+    bits = {r["student"] for r in by_student if (r["test"], r["group"], r["hint_key"]) == (f"{TB}_check", "real tensors", "bits_for_bytes")}
+    assert {"planted-mistake", "duplicated-answer", "deleted-test-cells", "edited-test-cell", "prints-points"} <= bits
+    row = next(r for r in rows if (r["test"], r["group"], r["hint_key"]) == (f"{TB}_check", "real tensors", "bits_for_bytes"))
+    assert int(row["students"]) == len(bits) and int(row["attempted"]) >= len(bits)
+    assert not any(r["hint_key"] == "not-implemented" for r in rows)
+    assert not any(r["student"] == "blank" for r in by_student)
     for test in (f"{TB}_check", f"{FF}_check", f"{WM}_check"):
-        assert "blank" in next(r["who"] for r in rows if r["test"] == test and r["hint_key"] == "not-implemented").split(";")
+        assert all(int(r["unattempted"]) >= 1 for r in rows if r["test"] == test)  # the blank student, apart
 
 
 def test_grading_one_student_again_keeps_the_class(graded):

@@ -87,9 +87,14 @@ def test_each_student_gets_exactly_their_points(course, graded):
 
 
 def test_honest_work_draws_no_report(graded):
-    """Does the grader report no problem (no flagged answer, no timeout, no dead process) for any of the three?"""
+    """Does the grader report no problem (no flagged answer, no timeout, no dead process) for any of the three,
+    and name the blank release's notebooks as blank, not "ok"?"""
+    stems = ", ".join(sorted(name.removesuffix(".ipynb") for name in notebook_names()))
     for student, line in graded["_report"].items():
-        assert line.endswith("— ok"), line
+        if student == "blank":
+            assert line.endswith(f"— blank (nothing attempted): {stems}"), line
+        else:
+            assert line.endswith("— ok"), line
 
 
 def test_feedback_shows_no_hidden_test(course, graded):
