@@ -116,7 +116,7 @@ def saved_oddly_corpus(course: Path) -> dict[str, dict]:
     huge_int = sub.as_text(sub.filled(NB1)).replace('"nbformat": 4', '"nbformat": 4, "x": ' + "9" * 5000, 1)
     return {
         "correct": one(sub.filled(NB1), 7),
-        "blank": one(sub.release(NB1), 0),
+        "blank": one(sub.release(NB1), 0, ["blank (nothing attempted): 01_tensors_dtypes"]),
         "planted-mistake": one(sub.filled(NB1, **{TB: BITS}), 5),
         "bom": one(sub.with_bom(sub.filled(NB1)), 7),
         "crlf": one(sub.with_crlf(sub.filled(NB1)), 7),

@@ -116,7 +116,8 @@ def hog():
     except MemoryError:
         return "MemoryError"
 def children(n, mib):
-    code = f"b = bytearray({mib} * 2**20); b[::4096] = b'x' * len(b[::4096]); import time; time.sleep(30)"
+    # each holds its memory long enough for all of them to hold theirs at once (they start within a second or two)
+    code = f"b = bytearray({mib} * 2**20); b[::4096] = b'x' * len(b[::4096]); import time; time.sleep(8)"
     procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
     return [p.wait() for p in procs]
 ''', memory=2 * 2**30)

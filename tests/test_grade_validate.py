@@ -49,10 +49,15 @@ def test_validate_gives_honest_unusual_answers_their_full_visible_points(tmp_pat
     points, as grading gives them the full points (tests/test_grade_class.py)."""
     from test_grade_class import honest_corpus
 
+    from concurrent.futures import ThreadPoolExecutor
+
     rt = runtime(sandboxed=False)
+    paths = {}
     for name, case in honest_corpus().items():
-        path = tmp_path / name / NAME
-        sub.write(case["files"][NAME], path)
-        status, lines = validate.validate(path, rt)
+        paths[name] = tmp_path / name / NAME
+        sub.write(case["files"][NAME], paths[name])
+    with ThreadPoolExecutor(2) as pool:  # each validate runs its own processes: two at a time, as `make grade`
+        outcomes = dict(zip(paths, pool.map(lambda p: validate.validate(p, rt), paths.values())))
+    for name, (status, lines) in outcomes.items():
         # (the one at 6.5 raises NotImplementedError for complex dtypes, which only a hidden group draws)
         assert status == 0 and lines[0].startswith("01_tensors_dtypes: 5/5 "), (name, lines)
