@@ -157,7 +157,8 @@ def test_nbgrader_exchange_inbound_folders_are_collected_with_their_times(course
 
 def test_hostile_archives_cost_nothing(course):
     """Entry names that climb out (../), absolute paths and Windows backslashes stay inside submitted/<student>/;
-    a student id that is only dots is refused; a file that is not a zip is one line."""
+    a student id that is only dots is refused; an entry that inflates past the size limit is not read (a line says
+    so); a file that is not a zip is one line."""
     archive = _zip(course / "z.zip", {"../../outside/01_tensors_dtypes.ipynb": _nb(NB1),
                                       "/abs/01_tensors_dtypes.ipynb": _nb(NB1),
                                       "win\\01_tensors_dtypes.ipynb": _nb(NB1),
@@ -165,6 +166,12 @@ def test_hostile_archives_cost_nothing(course):
     placed, unplaced = collect(course, [archive])
     assert sorted(placed) == ["abs", "outside", "win"]
     assert not (course.parent / "outside").exists() and not (course / "submitted" / "..").resolve().name == "outside"
+    bomb = course / "bomb.zip"  # 40 MiB that deflate to a few kB: read no further than the limit, and said so
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("bomb/01_tensors_dtypes.ipynb", b" " * (40 * 2**20))
+    assert bomb.stat().st_size < 2**20
+    placed, unplaced = collect(course, [bomb])
+    assert "bomb" not in placed and any("40 MiB, not read (limit 32 MiB)" in line for line in unplaced), unplaced
     (course / "bad.zip").write_bytes(b"not a zip")
     _, unplaced = collect(course, [course / "bad.zip"])
     assert unplaced == ["bad.zip: not a zip file this collector reads (File is not a zip file)"]
