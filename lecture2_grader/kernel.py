@@ -11,8 +11,10 @@ It reads framed messages (lecture2.wire) on its standard input and answers each 
     {"op": "session_open" | "session_call" | "session_close", ...}    a session object of lecture2 beside N
     {"op": "bye"}
 
-Every reply carries the request's `seq` and either `ok` (the value, encoded), `raised` (the exception's
-class names and message) or `timeout` (it ran past the time the request allowed). What it receives is a case's inputs; what it sends is data about the student's
+Every reply carries the request's `id` (a random token the judge chose for that request: a reply written
+before its request was made cannot carry it) and either `ok` (the value, encoded; a tensor's bytes travel as a
+blob of the frame), `raised` (the exception's class names and message) or `timeout` (it ran past the time the
+request allowed). What it receives is a case's inputs; what it sends is data about the student's
 answer: never a verdict, an expected value or a check's source, which it never has. Whatever the student's
 code does to this process (it runs in it) can only change that data. The judge decodes every reply strictly
 and gives up on the process when it sends anything else, falls silent past the time left, or dies.
@@ -21,7 +23,6 @@ Only the standard library is imported before the first cell runs; lecture2 when 
 from __future__ import annotations
 
 import io
-import json
 import os
 import shutil
 import signal
@@ -39,23 +40,24 @@ class CellTimeout(BaseException):
 
 
 def _read_exact(fd: int, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = os.read(fd, n - len(data))
+    chunks, got = [], 0
+    while got < n:
+        chunk = os.read(fd, min(n - got, 1 << 20))
         if not chunk:
             raise EOFError
-        data += chunk
-    return data
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
 
 
-def _send(reply: dict) -> None:
+def _send(reply: dict, blobs: list | None = None) -> None:
     from lecture2 import wire
 
     try:
-        frame = wire.pack(reply)
+        frame = wire.pack(reply, blobs or [])
     except (ValueError, TypeError) as err:  # too large, or not JSON-able: say so instead
-        frame = wire.pack({"seq": reply.get("seq"), "raised": {"types": ["ValueError"], "builtin": "ValueError",
-                                                              "message": f"the answer's value could not be sent: {err}"[:500]}})
+        frame = wire.pack({"id": reply.get("id"), "raised": {"types": ["ValueError"], "builtin": "ValueError",
+                                                            "message": f"the answer's value could not be sent: {err}"[:500]}})
     view = memoryview(frame)
     while view:
         written = os.write(REPLY_FD, view)
@@ -110,7 +112,8 @@ class Kernel:
 
     # -- requests
 
-    def handle(self, msg: dict) -> dict:
+    def handle(self, msg: dict, blobs: list, out: list) -> dict:
+        """The reply to request `msg` (its tensors' bytes in `blobs`); the reply's own blobs go to `out`."""
         from lecture2 import answers, wire
 
         op = msg.get("op")
@@ -119,7 +122,7 @@ class Kernel:
         instrument = None
         if op in ("observe", "session_open"):  # its module first: it may register the records its inputs use
             instrument = answers.find_observer(str(msg.get("key")))
-        args, kwargs = wire.decode(msg.get("args", [])), wire.decode(msg.get("kwargs", {"$d": []}))
+        args, kwargs = wire.decode(msg.get("args", []), blobs), wire.decode(msg.get("kwargs", {"$d": []}), blobs)
         args = tuple(args) if isinstance(args, (list, tuple)) else ()
         kwargs = kwargs if isinstance(kwargs, dict) else {}
         if op == "session_call":
@@ -127,7 +130,7 @@ class Kernel:
             method = msg.get("key")
             if not isinstance(method, str) or method.startswith("_"):
                 raise AttributeError(f"no method {method!r}")
-            return {"ok": wire.encode(self._timed(getattr(target, method), args, kwargs, msg))}
+            return {"ok": wire.encode(self._timed(getattr(target, method), args, kwargs, msg), out)}
         if op == "session_close":
             self.sessions.pop(msg.get("name"), None)
             return {"ok": None}
@@ -137,9 +140,9 @@ class Kernel:
             raise NameError(f"name {name!r} is not defined (your answer cell does not define it)")
         target = namespace[name]
         if op == "call":
-            return {"ok": wire.encode(self._timed(target, args, kwargs, msg))}
+            return {"ok": wire.encode(self._timed(target, args, kwargs, msg), out)}
         if op == "observe":
-            return {"ok": wire.encode(self._timed(instrument, (target, *args), kwargs, msg))}
+            return {"ok": wire.encode(self._timed(instrument, (target, *args), kwargs, msg), out)}
         if op == "session_open":
             obj = self._timed(instrument, (target, *args), kwargs, msg)
             handle, self.next_session = self.next_session, self.next_session + 1
@@ -198,28 +201,31 @@ def main(argv: list[str]) -> int:
     kernel = Kernel()
     import lecture2
 
-    _send({"seq": -1, "ok": wire.encode({"lecture2": os.path.realpath(lecture2.__file__), "python": sys.version.split()[0]})})
+    _send({"id": "hello", "ok": wire.encode({"lecture2": os.path.realpath(lecture2.__file__),
+                                             "python": sys.version.split()[0]})})
     while True:
         try:
             size = struct.unpack(">I", _read_exact(0, 4))[0]
-            if size > wire.MAX_MESSAGE:
+            if size > wire.LIMITS.message:
                 return 3
-            msg = json.loads(_read_exact(0, size).decode("utf-8"))
+            msg, blobs = wire.unpack(_read_exact(0, size))
         except EOFError:
             return 0
+        except wire.Malformed:
+            return 3
         if not isinstance(msg, dict):
             return 3
         if msg.get("op") == "bye":
             return 0
-        seq = msg.get("seq")
+        out: list = []
         try:
-            reply = kernel.handle(msg)
+            reply = kernel.handle(msg, blobs, out)
         except CellTimeout:
-            reply = {"timeout": f"did not return within {msg.get('timeout')} s"}
+            reply, out = {"timeout": f"did not return within {msg.get('timeout')} s"}, []
         except BaseException as err:  # the answer raised (SystemExit and the like included): described as data
-            reply = {"raised": answers.describe_exception(err)}
-        reply["seq"] = seq
-        _send(reply)
+            reply, out = {"raised": answers.describe_exception(err)}, []
+        reply["id"] = msg.get("id")
+        _send(reply, out)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,18 @@
 """The judge's end of the wire to a student's process (lecture2_grader.kernel in its sandbox).
 
 `KernelLink` starts the kernel when it is first needed, runs the cells the student's answers need, and makes
-the calls the test cells ask for (lecture2.answers.Remote calls `request`). Every reply is read with the time
-the current test cell has left and at most wire.MAX_MESSAGE bytes, then decoded strictly; a reply that is
-late, malformed, out of sequence or missing (the process died) makes that call fail with AnswerUnavailable,
-and the process is killed. The next request starts a fresh one, which runs the same cells again first (but a
+the calls the test cells ask for (lecture2.answers.Remote calls `request`). Every request carries a random id
+that its reply must carry back; every reply is read with the time the current test cell has left and at most
+wire.LIMITS.message bytes, then decoded strictly (wire: linear, bounded, stopped at the cell's deadline). A
+reply that is late, malformed, for another request, sent before its request was made, or missing (the process
+died) is a protocol error: that call fails with AnswerUnavailable, and the process is killed. The next request starts a fresh one, which runs the same cells again first (but a
 cell that hung or killed its process: at most `max_starts` times a test cell, `max_total_starts` a notebook),
 so that one crash costs the checks that were waiting on it, not the notebook's later exercises.
 """
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import struct
 import sys
@@ -99,9 +101,10 @@ class KernelLink:
         self.spec = spec
         self.events = KernelEvents()
         self.deadline = float("inf")  # monotonic time by which the current test cell's calls must return
+        self.hidden: tuple[str, int, int] | None = None  # the running test cell's code name and hidden lines
+        self.tainted = False  # the current process has received a hidden case's inputs (see `request`)
         self._run = None
         self._cells_sent: list[dict] = []  # every cell run so far: a new process runs them again
-        self._seq = 0
         self._tail: _Tail | None = None
         self._gave_up = False
         self._starts_here = 0  # starts since new_budget()
@@ -121,6 +124,7 @@ class KernelLink:
                                             "the checks left in this cell are not run")
         self.events.starts += 1
         self._starts_here += 1
+        self.tainted = False  # a new process has seen no case yet
         req_read, req_write = os.pipe()
         rep_read, rep_write = os.pipe()
         out_read, out_write = os.pipe()
@@ -135,7 +139,7 @@ class KernelLink:
             os.close(out_write)
         self._req, self._rep = req_write, rep_read
         self._tail = _Tail(out_read)
-        hello = self._read(-1, time.monotonic() + self.spec.start_timeout)
+        hello = self._read("hello", time.monotonic() + self.spec.start_timeout)
         if not isinstance(hello, dict) or "lecture2" not in hello:
             self._give_up("the student's process did not start")
         if self._cells_sent:  # a fresh process: the cells the answers need, again (those that ran to the end)
@@ -152,9 +156,7 @@ class KernelLink:
                 except OSError:
                     pass
             self._run = None
-        if self._tail is not None:
-            self.events.output_tail = self._tail.text()
-            self._tail = None
+        self._keep_tail()
         if self.events.oom and "memory" not in why:
             why += " (out of memory: the notebook's memory limit was reached)"
         self.events.deaths.append(why)
@@ -177,39 +179,56 @@ class KernelLink:
                 except OSError:
                     pass
             self._run = None
+        self._keep_tail()
+
+    def _keep_tail(self) -> None:
+        """What the process wrote outside the protocol, for the report; nothing of a process that had received a
+        hidden case (what it printed could be that case's inputs)."""
         if self._tail is not None:
-            self.events.output_tail = self._tail.text()
+            text = self._tail.text()
+            self.events.output_tail = WITHHELD if self.tainted else text
             self._tail = None
 
     # ---- messages
 
-    def _read(self, seq: int, deadline: float) -> object:
-        """The `ok` value of the reply to `seq`, decoded; raises the answer's exception for `raised`."""
+    def _read(self, call: str, deadline: float) -> object:
+        """The `ok` value of the reply to request `call`, decoded; raises the answer's exception for `raised`."""
         header = self._read_exact(4, deadline)
         size = struct.unpack(">I", header)[0]
-        if size > wire.MAX_MESSAGE:
-            self._give_up(f"the student's process sent a message of {size:,} bytes, over the limit")
+        if size > wire.LIMITS.message:
+            self._give_up(f"the student's process sent a message of {size:,} bytes, over the limit (protocol error)")
+        body = self._read_exact(size, deadline)
         try:
-            reply = wire.unpack(self._read_exact(size, deadline))
+            reply, blobs = wire.unpack(body)
         except wire.Malformed as err:
-            self._give_up(f"the student's process sent something that is not data ({err})")
-        if not isinstance(reply, dict) or reply.get("seq") != seq or len(set(reply) - {"seq"}) != 1 \
-                or not set(reply) - {"seq"} <= {"ok", "raised", "cells", "timeout"}:
-            self._give_up("the student's process answered out of turn (a reply it was not asked for)")
+            self._give_up(f"the student's process sent something that is not data ({err}) (protocol error)")
+        if not isinstance(reply, dict) or reply.get("id") != call or len(set(reply) - {"id"}) != 1 \
+                or not set(reply) - {"id"} <= {"ok", "raised", "cells", "timeout"}:
+            self._give_up("the student's process answered out of turn: a reply that is not to the request in "
+                          "flight (protocol error)")
         if "raised" in reply:
-            raise answers.rebuild_exception(reply["raised"])
+            raise self._exception(reply["raised"])
         if "timeout" in reply:
             raise answers.AnswerTimeout("did not return within the time the check had left")
         if "cells" in reply:
             return reply["cells"]
         try:
-            return wire.decode(reply["ok"])
+            return wire.decode(reply["ok"], blobs, deadline=deadline)
         except wire.Malformed as err:
-            self._give_up(f"the student's process sent something that is not data ({err})")
+            self._give_up(f"the student's process sent something that is not data ({err}) (protocol error)")
+
+    def _exception(self, info: object) -> Exception:
+        """The exception an answer raised, as a check sees it; from a process that had received a hidden case,
+        only its built-in class (its own name and message could carry that case's inputs)."""
+        err = answers.rebuild_exception(info)
+        if not self.tainted:
+            return err
+        base = next(c for c in type(err).__mro__ if c.__module__ == "builtins" or c is answers.AnswerError)
+        return base(WITHHELD)
 
     def _read_exact(self, n: int, deadline: float) -> bytes:
-        data = b""
-        while len(data) < n:
+        chunks, got = [], 0
+        while got < n:
             left = deadline - time.monotonic()
             if left <= 0:
                 self._give_up("did not return within the time the check had left", answers.AnswerTimeout)
@@ -218,12 +237,18 @@ class KernelLink:
                 if not self._run.alive():
                     self._give_up(self._died())
                 continue
-            chunk = os.read(self._rep, min(n - len(data), 1 << 20))
+            chunk = os.read(self._rep, min(n - got, 1 << 20))
             if not chunk:
                 self._run.proc.wait()
                 self._give_up(self._died())
-            data += chunk
-        return data
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def _pending(self) -> bool:
+        """Has the process written anything that no request in flight asked for?"""
+        ready, _, _ = select.select([self._rep], [], [], 0)
+        return bool(ready)
 
     def _died(self) -> str:
         code = self._run.proc.poll() if self._run else None
@@ -248,18 +273,20 @@ class KernelLink:
             now = time.monotonic()
             timeout = max(0.001, min(self.deadline - now, float(message.get("timeout", self.deadline - now))))
             deadline = self.deadline + 2.0  # the process's own alarm fires first; this is for one that ignores it
-        self._seq += 1
-        seq = self._seq
-        message = {**message, "seq": seq, "timeout": round(timeout, 3)}
+        call = secrets.token_hex(8)  # unguessable: a reply written before this request cannot carry it
+        blobs = message.pop("blobs", [])
+        message = {**message, "id": call, "timeout": round(timeout, 3)}
         try:
-            frame = wire.pack(message)
+            frame = wire.pack(message, blobs)
         except wire.Malformed as err:
             raise answers.AnswerUnavailable(f"the check's inputs are too large to send ({err})") from None
+        if self._pending():
+            self._give_up("the student's process answered out of turn: a reply sent before its request (protocol error)", Unasked)
         try:
             os.write(self._req, frame) if len(frame) < 65536 else self._write_all(frame)
         except (BrokenPipeError, OSError):
             self._give_up(self._died())
-        return self._read(seq, deadline)
+        return self._read(call, deadline)
 
     def _write_all(self, frame: bytes) -> None:
         view = memoryview(frame)
@@ -281,7 +308,10 @@ class KernelLink:
             for cell in cells:
                 self.deadline = time.monotonic() + timeout
                 try:
-                    status = _clean_statuses(self._exchange({"op": "run", "cells": [cell], "timeout": timeout}), [cell])[0]
+                    try:
+                        status = self._run_one(cell, timeout)
+                    except Unasked:  # not this cell's doing: it runs in the new process
+                        status = self._run_one(cell, timeout)
                 except answers.AnswerUnavailable as err:
                     status = {"index": cell.get("index"), "seconds": 0.0, "stdout": "", "line": None,
                               "status": "timeout" if isinstance(err, answers.AnswerTimeout) else "not run",
@@ -293,6 +323,45 @@ class KernelLink:
             self.deadline = saved
         return statuses
 
+    def _run_one(self, cell: dict, timeout: float) -> dict:
+        """One cell's status; what a process that had received a hidden case printed or raised is not kept."""
+        status = _clean_statuses(self._exchange({"op": "run", "cells": [cell], "timeout": timeout}), [cell])[0]
+        if self.tainted:
+            status["stdout"] = WITHHELD if status["stdout"] else ""
+            if status["status"] != "ok":
+                status.update(ename=_builtin_name(status["ename"]), message=WITHHELD, line=None)
+        return status
+
     def request(self, op: str, name, key, args: tuple, kwargs: dict) -> object:
-        return self._exchange({"op": op, "name": name, "key": key, "args": wire.encode(list(args)),
-                               "kwargs": wire.encode(dict(kwargs))})
+        """One call of a check (op: call, observe, session_open, session_call, session_close). A call made from
+        the hidden lines of the running test cell taints the process: from then on nothing it prints, raises or
+        writes outside the protocol is kept (see `WITHHELD`), until a new process starts."""
+        if self.hidden is not None and not self.tainted and _called_from(*self.hidden):
+            self.tainted = True
+        blobs: list = []
+        return self._exchange({"op": op, "name": name, "key": key, "args": wire.encode(list(args), blobs),
+                               "kwargs": wire.encode(dict(kwargs), blobs), "blobs": blobs})
+
+
+WITHHELD = "(not kept: the process had received a hidden check's inputs by then)"
+
+
+class Unasked(answers.AnswerUnavailable):
+    """The process wrote a reply before the request in flight was made (protocol error)."""
+
+
+def _builtin_name(name: str) -> str:
+    """An exception's class name if it is a built-in one (CellTimeout too), else "Exception"."""
+    import builtins
+
+    return name if isinstance(getattr(builtins, name, None), type) or name == "CellTimeout" else "Exception"
+
+
+def _called_from(filename: str, first: int, last: int) -> bool:
+    """Is code named `filename` (a test cell) on the stack at one of the lines first..last (its hidden region)?"""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename == filename and first <= frame.f_lineno <= last:
+            return True
+        frame = frame.f_back
+    return False

@@ -37,9 +37,35 @@ def exits():
 def noisy():
     print("to stdout"); os.write(1, b"raw fd 1\\n"); os.write(2, b"raw fd 2\\n")
     return 1
-def forges(fd, seq):
-    body = ('{"seq": %d, "ok": 12345}' % seq).encode()
-    os.write(fd, struct.pack(">I", len(body)) + body)
+def frame(body):
+    body = body if isinstance(body, bytes) else __import__("json").dumps(body).encode()
+    return struct.pack(">II", 8 + len(body), len(body)) + body + struct.pack(">I", 0)
+def in_flight():
+    import sys
+    f = sys._getframe(1)
+    while f is not None and "msg" not in f.f_locals:
+        f = f.f_back
+    return f.f_locals["msg"]["id"]
+def forges(fd, call_id):
+    os.write(fd, frame({"id": call_id, "ok": 12345}))
+    return 0
+def pre_answers(fd):
+    import threading
+    def later():
+        time.sleep(0.3)
+        os.write(fd, frame({"id": "guessed", "ok": 54321}))
+    threading.Thread(target=later, daemon=True).start()
+    return 0
+def answers_early(fd):
+    os.write(fd, frame({"id": in_flight(), "ok": 777}))  # the call in flight, answered before the kernel does
+    return 0
+def flood(fd, n):
+    items = ",".join(str(1 + i * (2**61 - 1)) for i in range(n))  # every one hashes to 1
+    os.write(fd, frame(('{"id": "%s", "ok": {"$set": [%s]}}' % (in_flight(), items)).encode()))
+    return 0
+def overflowing_meta(fd):
+    meta = {"$tensor": {"dtype": "float32", "shape": [2**39] * 16, "device": "meta", "param": False}}
+    os.write(fd, frame({"id": in_flight(), "ok": meta}))
     return 0
 def garbage(fd):
     os.write(fd, b"\\xff" * 64)
@@ -116,17 +142,50 @@ def test_a_process_that_dies_costs_its_call_only(link):
     assert remote(link, "add")(4, 4) == 8
 
 
+def reply_fd(link) -> int:
+    return int(link._run.proc.args[link._run.proc.args.index("--reply-fd") + 1])
+
+
 def test_forged_and_garbled_replies_are_refused(link):
     """A reply for a request not yet made (or bytes that are no message) ends that process: nothing it wrote
     becomes a value."""
-    fd = int(link._run.proc.args[link._run.proc.args.index("--reply-fd") + 1])
+    fd = reply_fd(link)
     with pytest.raises(answers.AnswerUnavailable, match="out of turn"):
-        remote(link, "forges")(fd, 999)
+        remote(link, "forges")(fd, "999")
     assert remote(link, "add")(1, 1) == 2
-    fd = int(link._run.proc.args[link._run.proc.args.index("--reply-fd") + 1])
     with pytest.raises(answers.AnswerUnavailable):
-        remote(link, "garbage")(fd)
+        remote(link, "garbage")(reply_fd(link))
     assert remote(link, "add")(2, 2) == 4
+
+
+def test_a_reply_written_before_its_call_is_never_taken(link):
+    """Is a reply the process writes ahead of the next call (pairing by sequence number took it) a protocol
+    error for that call, and are the calls and cells after it unaffected (a clean process, no stale reply)?"""
+    assert remote(link, "pre_answers")(reply_fd(link)) == 0
+    time.sleep(0.6)  # the forged reply is waiting before the next call is made
+    with pytest.raises(answers.AnswerUnavailable, match="before its request"):
+        remote(link, "add")(20, 30)
+    assert remote(link, "add")(2, 3) == 5
+    status = link.run_cells([{"index": 1, "at": 1.0, "kind": "answer", "grade_id": None,
+                              "source": "def mul(a, b):\n    return a * b\n"}], 30)[0]
+    assert status["status"] == "ok" and remote(link, "mul")(6, 7) == 42
+    # the call in flight answered early (its id read off the stack): the kernel's own reply is then stale, and the
+    # next cell runs in a new process rather than reading it
+    assert remote(link, "answers_early")(reply_fd(link)) == 777
+    status = link.run_cells([{"index": 2, "at": 2.0, "kind": "answer", "grade_id": None,
+                              "source": "def sub(a, b):\n    return a - b\n"}], 30)[0]
+    assert status["status"] == "ok" and remote(link, "sub")(9, 2) == 7 and remote(link, "mul")(2, 2) == 4
+
+
+def test_a_flooding_or_overflowing_reply_costs_its_call_within_the_time_left(link):
+    """A set of chosen ints that all hash alike (quadratic in Python's hash table, in one C call) and a meta tensor
+    whose size overflows: each a protocol error for its call, found in linear time; the next call is answered."""
+    for name, args in (("flood", (reply_fd(link), 200_000)), ("overflowing_meta", (reply_fd(link),))):
+        start = time.monotonic()
+        with pytest.raises(answers.AnswerUnavailable, match="protocol error"):
+            remote(link, name)(*args)
+        assert time.monotonic() - start < 20
+        assert remote(link, "add")(1, 1) == 2
 
 
 def test_after_too_many_deaths_the_checks_left_are_not_run(link):

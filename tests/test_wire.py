@@ -78,8 +78,14 @@ def test_a_transportable_record_is_rebuilt_and_validated_again():
 
 
 @pytest.mark.parametrize("data, why", [
-    ({"$tensor": {"dtype": "float32", "shape": [2, 2], "device": "cpu", "param": False, "data": "AAAA"}}, "does not match"),
-    ({"$tensor": {"dtype": "__class__", "shape": [1], "device": "cpu", "param": False, "data": ""}}, "dtype"),
+    ({"$tensor": {"dtype": "float32", "shape": [2, 2], "device": "cpu", "param": False, "blob": 0}}, "does not match"),
+    ({"$tensor": {"dtype": "float32", "shape": [2, 2], "device": "cpu", "param": False, "blob": 1}}, "missing"),
+    ({"$tensor": {"dtype": "__class__", "shape": [1], "device": "cpu", "param": False, "blob": 0}}, "dtype"),
+    ({"$tensor": {"dtype": "float32", "shape": [2**39] * 16, "device": "meta", "param": False}}, "too large"),
+    ({"$t": [{"$tensor": {"dtype": "uint8", "shape": [3], "device": "cpu", "param": False, "blob": 0}}] * 2}, "used twice"),
+    ({"$set": [1 + i * (2**61 - 1) for i in range(9)]}, "share one hash"),
+    ({"$d": [[(2**61 - 1) * i, i] for i in range(9)]}, "share one hash"),
+    ({"$set": [7] * 9}, "share one hash"),
     ({"$obj": ["os:system", {}]}, "not a transportable"),
     ({"$set": [[1]]}, "unhashable"),
     ({"$d": [[[1], 2]]}, "unhashable"),
@@ -92,7 +98,27 @@ def test_a_transportable_record_is_rebuilt_and_validated_again():
 ])
 def test_the_decoder_refuses_what_is_not_in_the_grammar(data, why):
     with pytest.raises(wire.Malformed, match=why):
-        wire.decode(data)
+        wire.decode(data, [b"\0\0\0"])
+
+
+def test_a_flood_of_keys_that_hash_alike_is_refused_in_linear_time():
+    """A set or dict of 10**6 ints chosen to share one hash value would take Python's hash table hours inside one C
+    call (neither a timeout nor SIGTERM stops it): the decoder refuses it after hashing each key once."""
+    import time
+
+    items = [1 + i * (2**61 - 1) for i in range(10**6)]
+    for data in ({"$set": items}, {"$fset": items}, {"$d": [[k, 0] for k in items]}):
+        start = time.perf_counter()
+        with pytest.raises(wire.Malformed, match="share one hash"):
+            wire.decode(data)
+        assert time.perf_counter() - start < 10
+
+
+def test_decoding_stops_at_its_deadline():
+    import time
+
+    with pytest.raises(wire.Malformed, match="time"):
+        wire.decode(list(range(100_000)), deadline=time.monotonic() - 1)
 
 
 def test_limits_hold_for_depth_size_and_digits():
@@ -101,10 +127,13 @@ def test_limits_hold_for_depth_size_and_digits():
         deep = [deep]
     with pytest.raises(wire.Malformed):
         wire.decode(deep)
+    def body(text: bytes) -> bytes:
+        return len(text).to_bytes(4, "big") + text + bytes(4)
+
     with pytest.raises(wire.Malformed):
-        wire.unpack(b"[" * 100_000)  # the JSON parser's own recursion: refused, not a crash
+        wire.unpack(body(b"[" * 100_000))  # the JSON parser's own recursion: refused, not a crash
     with pytest.raises(wire.Malformed):
-        wire.unpack(("1" * 5000).encode())  # more digits than Python converts: refused
+        wire.unpack(body(("1" * 5000).encode()))  # more digits than Python converts: refused
     assert type(wire.roundtrip("x" * (wire.MAX_TEXT + 1))) is wire.Unsupported
 
 
@@ -112,7 +141,7 @@ json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda children: st.lists(children, max_size=5) | st.dictionaries(st.sampled_from(
         ["$t", "$d", "$f", "$b", "$c", "$set", "$fset", "$dtype", "$device", "$size", "$tensor", "$obj", "$unsupported",
-         "dtype", "shape", "device", "param", "data", "x"]), children, max_size=3),
+         "dtype", "shape", "device", "param", "blob", "x"]), children, max_size=3),
     max_leaves=30)
 
 
@@ -121,7 +150,7 @@ json_values = st.recursive(
 def test_any_json_decodes_or_is_refused_as_malformed(data):
     """Whatever JSON a student's process sends, the decoder returns a value or raises Malformed: nothing else."""
     try:
-        wire.decode(data)
+        wire.decode(data, [b"", b"\0" * 4, b"\1" * 8])
     except wire.Malformed:
         pass
 
@@ -130,12 +159,23 @@ def test_any_json_decodes_or_is_refused_as_malformed(data):
 @given(st.binary(max_size=200))
 def test_any_bytes_unpack_or_are_refused_as_malformed(raw):
     try:
-        wire.decode(wire.unpack(raw))
+        wire.decode(*wire.unpack(raw))
     except wire.Malformed:
         pass
 
 
-def test_a_frame_is_length_and_json():
-    frame = wire.pack({"seq": 1, "ok": wire.encode((1, 2.5))})
-    assert int.from_bytes(frame[:4], "big") == len(frame) - 4
-    assert wire.decode(wire.unpack(frame[4:])["ok"]) == (1, 2.5)
+def test_a_frame_is_length_json_and_blobs():
+    blobs: list = []
+    frame = wire.pack({"id": "1", "ok": wire.encode((1, 2.5, torch.arange(4, dtype=torch.int16)), blobs)}, blobs)
+    assert int.from_bytes(frame[:4], "big") == len(frame) - 4 and blobs == [bytes([0, 0, 1, 0, 2, 0, 3, 0])]
+    message, got = wire.unpack(frame[4:])
+    one, half, t = wire.decode(message["ok"], got)
+    assert (one, half, t.tolist()) == (1, 2.5, [0, 1, 2, 3])
+    with pytest.raises(wire.Malformed):
+        wire.unpack(frame[4:-1])  # a blob cut short
+    with pytest.raises(ValueError, match="blob"):
+        wire.encode(torch.ones(2))  # a tensor's data needs a place to go
+
+
+def test_every_limit_has_one_home():
+    assert wire.LIMITS.message >= wire.LIMITS.tensor + wire.LIMITS.json and wire.LIMITS.same_hash >= 2
