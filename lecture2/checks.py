@@ -34,16 +34,19 @@ __all__ = ["CheckFailed", "Exercise", "HINTS", "Mistake", "by_formula", "exercis
 class CheckFailed(AssertionError):
     """A check that did not pass; its message says what was expected, what came back, and a hint.
 
-    `what`, `want`, `hint` and `hint_key` are kept apart from the message for the grader's feedback, which
-    shows them (for a hidden check, the hint only) and never the student's own value.
+    `what`, `want`, `got` (what came back, as the check formats it), `ratio` (got / expected), `difference`
+    (got − expected), `hint` and `hint_key` are kept apart from the message for the grader's feedback, which shows
+    them for a failed visible check (for a hidden one, the hint only).
     """
 
     def __init__(self, message: str, *, what: str | None = None, want: object = None, hint: str | None = None,
-                 hint_key: str | None = None):
+                 hint_key: str | None = None, got: str | None = None, ratio: float | None = None,
+                 difference: float | None = None):
         super().__init__(message)
         if hint_key is not None and hint is None:
             hint = HINTS[hint_key]
         self.what, self.want, self.hint = what, want, hint
+        self.got, self.ratio, self.difference = got, ratio, difference
         self.hint_key = hint_key if hint_key is not None else (key_of_hint(hint) if hint else None)
 
 
@@ -302,7 +305,7 @@ def _refuse_foreign(got: object, what: str) -> None:
     if bad:
         raise CheckFailed(f"{what}: 应返回 Python 内置类型 (built-in types: int, float, str, list, tuple, dict) "
                           f"或 torch.Tensor 组成的值，得到 {bad}。用 int(...) / float(...) / .item() / .tolist() 转换。",
-                          what=what, hint_key="builtin_types")
+                          what=what, hint_key="builtin_types", got=bad)
 
 
 def _fail(what: str, want: object, got: object, found: Mistake | None = None, extra: str = "") -> None:
@@ -310,8 +313,12 @@ def _fail(what: str, want: object, got: object, found: Mistake | None = None, ex
     message = f"{what}: 期望 (expected) {_fmt(want)}，得到 (got) {_fmt(got)}。{extra}"
     if found:
         message += f"\n提示 (hint): {found.hint}"
+    ratio = difference = None
+    if _is_number(got) and _is_number(want) and math.isfinite(got) and math.isfinite(want):
+        difference = float(got) - float(want)
+        ratio = float(got) / float(want) if want else None
     raise CheckFailed(message, what=what, want=want, hint=found.hint if found else None,
-                      hint_key=found.key if found else None)
+                      hint_key=found.key if found else None, got=_fmt(got), ratio=ratio, difference=difference)
 
 
 def _close(a: float, b: float, rtol: float, atol: float) -> bool:
@@ -373,7 +380,8 @@ def expect_type(got: object, types: type | tuple[type, ...], *, what: str) -> No
             break
     if not ok:
         names = " 或 ".join(t.__name__ for t in types)
-        raise CheckFailed(f"{what}: 应返回 {names}，得到 {type(got).__name__} ({_fmt(got)})。", what=what)
+        raise CheckFailed(f"{what}: 应返回 {names}，得到 {type(got).__name__} ({_fmt(got)})。", what=what, want=names,
+                          got=f"{type(got).__name__} ({_fmt(got)})")
 
 
 def expect_close(got: object, want: float, *, what: str, rtol: float = 1e-9, atol: float = 0.0,
@@ -384,7 +392,7 @@ def expect_close(got: object, want: float, *, what: str, rtol: float = 1e-9, ato
     if not _is_number(got):
         _refuse_foreign(got, what)
         raise CheckFailed(f"{what}: 应返回一个数 (a real number: int or float)，得到 {type(got).__name__} ({_fmt(got)})。",
-                          what=what, want=want)
+                          what=what, want=want, got=f"{type(got).__name__} ({_fmt(got)})")
     if not _close(float(got), float(want), rtol, atol):
         hint = _matching_hint(got, mistakes, rtol, atol)
         extra = "" if hint or not _is_number(want) else _explain_difference(float(got), float(want), terms, rtol)
@@ -398,7 +406,8 @@ def expect_equal(got: object, want: object, *, what: str,
     __tracebackhide__ = True
     _refuse_foreign(got, what)
     if _is_number(want) and not _is_number(got):
-        raise CheckFailed(f"{what}: 应返回一个数 (a number)，得到 {type(got).__name__} ({_fmt(got)})。", what=what, want=want)
+        raise CheckFailed(f"{what}: 应返回一个数 (a number)，得到 {type(got).__name__} ({_fmt(got)})。", what=what, want=want,
+                          got=f"{type(got).__name__} ({_fmt(got)})")
     if got != want:
         hint = _matching_hint(got, mistakes, 0.0, 0.0)
         extra = ""
@@ -442,7 +451,8 @@ def _outcome(error: BaseException | None) -> dict:
                 "message": "not implemented"}
     if isinstance(error, CheckFailed):
         return {"passed": False, "status": "failed", "hint": error.hint, "hint_key": error.hint_key,
-                "message": str(error)[:4000], "what": error.what, "want": None if error.want is None else _fmt(error.want)}
+                "message": str(error)[:4000], "what": error.what, "want": None if error.want is None else _fmt(error.want),
+                "got": error.got, "ratio": error.ratio, "difference": error.difference}
     status = "timeout" if isinstance(error, AnswerTimeout) else "error"
     return {"passed": False, "status": status, "hint": None, "hint_key": None,
             "message": f"{type(error).__name__}: {error}"[:1000]}

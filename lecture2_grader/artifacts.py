@@ -7,7 +7,8 @@
     feedback/<student>/lec02/<notebook>.html             the page the student reads (feedback.py)
 
 Everything is written from the grader's own data. What the student's process printed appears only in the
-autograded notebook (for the instructor), as plain text with control characters escaped and bounded.
+autograded notebook (for the instructor), as plain text with control characters escaped and bounded, and only
+what it printed before it received any hidden case (link.WITHHELD stands in for the rest).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import nbformat
 from . import ASSIGNMENT, feedback
 from .course import Notebook
 from .pipeline import Job
-from .score import NotebookResult
+from .score import NotebookResult, exercise_names
 from .text import multiline
 
 MAX_PRINTED = 20_000
@@ -64,8 +65,11 @@ def load(course: Path, student: str) -> dict[str, dict]:
     return found
 
 
-def executed_notebook(nb_path: Path, nb: Notebook, job: Job, judged: dict | None) -> nbformat.NotebookNode:
-    """The instructor's notebook with the student's answers and, under each cell, what it printed (text only)."""
+def executed_notebook(nb_path: Path, nb: Notebook, job: Job, judged: dict | None,
+                      result: NotebookResult | None = None) -> nbformat.NotebookNode:
+    """The instructor's notebook with the student's answers; under each cell of theirs what it printed (text only,
+    and nothing a process printed after it had received a hidden case: link.WITHHELD), under each test cell the
+    grader's verdict lines (feedback.result_line: visible groups in full, hidden ones by status and hint)."""
     notebook = nbformat.read(nb_path, as_version=4)
     printed: dict[int, str] = {}
     for status in (judged or {}).get("cells") or []:
@@ -74,13 +78,7 @@ def executed_notebook(nb_path: Path, nb: Notebook, job: Job, judged: dict | None
             if status.get("status") not in ("ok", None):
                 text += f"\n[{status.get('status')}: {status.get('ename', '')}: {status.get('message', '')}]"
             printed[status["index"]] = text
-    for entry in (judged or {}).get("tests") or []:
-        if isinstance(entry, dict) and isinstance(entry.get("index"), int):
-            text = str(entry.get("printed") or "")
-            error = entry.get("error") or {}
-            if error:
-                text += f"\n{error.get('ename', '')}: {error.get('message', '')}"
-            printed[entry["index"]] = text
+    by_gid = {t.grade_id: t for t in (result.tests if result else [])}
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
@@ -89,6 +87,12 @@ def executed_notebook(nb_path: Path, nb: Notebook, job: Job, judged: dict | None
             cell.source = job.answers[gid]
         cell.outputs, cell.execution_count = [], None
         text = printed.get(index)
+        if gid in by_gid:
+            test = by_gid[gid]
+            text = feedback.result_line(test, ", ".join(exercise_names(nb.cell(gid).source)) or gid)
+            if test.error:
+                where = f" (line {test.error['line']})" if isinstance(test.error.get("line"), int) else ""
+                text += f"\n{test.error.get('ename', '')}{where}: {test.error.get('message', '')}"
         if text and text.strip():
             cell.outputs.append(nbformat.v4.new_output("stream", name="stdout",
                                                        text=multiline(text[-MAX_PRINTED:], MAX_PRINTED)))
@@ -99,7 +103,8 @@ def write(course: Path, nb: Notebook, job: Job, judged: dict | None, result: Not
     """The autograded notebook, its grading summary and the student's feedback page."""
     target = course / "autograded" / job.student / ASSIGNMENT
     target.mkdir(parents=True, exist_ok=True)
-    nbformat.write(executed_notebook(course / "solutions" / ASSIGNMENT / nb.name, nb, job, judged), target / nb.name)
+    nbformat.write(executed_notebook(course / "solutions" / ASSIGNMENT / nb.name, nb, job, judged, result),
+                   target / nb.name)
     status = state(course, nb, job)
     (target / f"{nb.stem}.grading.json").write_text(json.dumps(summary(result, job, status), ensure_ascii=False),
                                                     encoding="utf-8")

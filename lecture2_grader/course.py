@@ -123,7 +123,7 @@ def top_level_names(source: str) -> list[str]:
     return names
 
 
-def _hidden_range(source: str) -> tuple[int, int] | None:
+def hidden_range(source: str) -> tuple[int, int] | None:
     lines = source.splitlines()
     begin = next((i for i, line in enumerate(lines, 1) if line.strip() == HIDDEN_BEGIN), None)
     end = next((i for i, line in enumerate(lines, 1) if line.strip() == HIDDEN_END), None)
@@ -153,7 +153,7 @@ def load(source_path: Path, release_path: Path) -> Notebook:
         if kind == "answer" and gid not in visible:
             raise ValueError(f"{release_path.name}: no release cell for answer {gid}: run `make release`")
         cells.append(Cell(index, kind, text, gid, float(meta.get("points", 0) or 0) if kind == "test" else 0.0,
-                          shown, _hidden_range(text) if kind == "test" else None))
+                          shown, hidden_range(text) if kind == "test" else None))
         if kind == "answer":
             pending.append(gid)
         elif kind == "test":

@@ -2,7 +2,8 @@
 
 The page shows the notebook as the student received it (the release: prose, demo code, the visible part of
 each test cell), their own answer cells, and under each test cell the grader's lines: the points of each check
-group, and for a failed visible group what was checked, the expected value and the hint. For a hidden group it
+group, and for a failed visible group what was checked, the expected value, what came back (as the check
+formats it), their ratio and difference where the check computes them, and the hint. For a hidden group it
 shows only that it failed and its hint (a fixed text of the course, by key): never a hidden test's source, input,
 expected value or seed, never a traceback. Everything a student wrote or their code returned is HTML-escaped
 (lecture2_grader.text); no student text becomes a link, a heading or markup. The release's own prose is the
@@ -32,6 +33,10 @@ td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}.note{color:#555;fon
 overflow-y:hidden;margin:.6em 0}math{font-size:1.1em}"""
 
 
+def _number(value: object) -> bool:
+    return type(value) in (int, float) and value == value and abs(value) != float("inf")
+
+
 def group_line(group: dict) -> str:
     """One check group's line (plain text): its points, and for a failure what a student may see of it."""
     share = f"{group['points']:.3g}/{group['max_points']:.3g} 分"
@@ -46,6 +51,12 @@ def group_line(group: dict) -> str:
             line += f": {STATUS_TEXT.get(status, status)}"
     elif group.get("what"):
         line += f" — {group['what']}: 期望 (expected) {group.get('want')}"
+        if group.get("got") is not None:
+            line += f"，得到 (got) {group['got']}"
+        numbers = [f"比值 ratio got/expected = {group['ratio']:.4g}" if _number(group.get("ratio")) else "",
+                   f"差 difference = {group['difference']:+.6g}" if _number(group.get("difference")) else ""]
+        if any(numbers):
+            line += f" ({'，'.join(n for n in numbers if n)})"
     elif status in ("not implemented", "timeout", "not run"):
         line += f" — {STATUS_TEXT.get(status, status)}"
     elif group.get("message"):

@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import struct
 import tempfile
 import unicodedata
@@ -39,10 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from . import ASSIGNMENT
+from .store import file_hash
 from .text import terminal
 
 UTC = dt.timezone.utc
-MAX_ENTRY = 32 * 2**20  # bytes of one file read from an archive (submission.MAX_FILE: no notebook is larger)
+MAX_ENTRY = 4 * 2**30  # bytes of one file taken from an archive (submission.MAX_FILE: a notebook's outputs count)
+IN_MEMORY = 16 * 2**20  # a larger file is spooled to disk while collecting, never held whole in memory
 MAX_ENTRIES = 50_000
 MAX_NESTED = 256 * 2**20  # bytes of a zip inside a zip (a student's hand-in zip in an LMS download)
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
@@ -137,7 +140,7 @@ class Received:
     """One file found in an archive or folder, attributed (or not) to a student and a notebook."""
 
     origin: str  # archive name and entry path, as handed in (escape before showing)
-    data: bytes
+    data: bytes | Path  # the file's bytes, or where a large one was spooled (see IN_MEMORY)
     student: str | None = None
     notebook: str | None = None  # release file name
     file_name: str = ""  # the name the notebook came under (without an LMS's prefix)
@@ -195,7 +198,7 @@ def entry_time(info: zipfile.ZipInfo, tz: dt.tzinfo) -> tuple[dt.datetime | None
         return None, ""
 
 
-def read_source(path: Path, tz: dt.tzinfo) -> tuple[list[Received], list[str]]:
+def read_source(path: Path, tz: dt.tzinfo, spool: Path | None = None) -> tuple[list[Received], list[str]]:
     """The files of a zip (one level of zips inside it too) or of a folder, with their times; and notes for what
     could not be read at all."""
     name = path.name
@@ -203,13 +206,13 @@ def read_source(path: Path, tz: dt.tzinfo) -> tuple[list[Received], list[str]]:
         return _read_folder(path, tz), []
     try:
         with zipfile.ZipFile(path) as zf:
-            return _read_zip(zf, name, tz, [])
+            return _read_zip(zf, name, tz, [], spool=spool)
     except (zipfile.BadZipFile, OSError, EOFError) as err:
         return [], [f"{terminal(name, 100)}: not a zip file this collector reads ({terminal(err, 100)})"]
 
 
 def _read_zip(zf: zipfile.ZipFile, origin: str, tz: dt.tzinfo, outer: list[str],
-              nested: bool = False) -> tuple[list[Received], list[str]]:
+              nested: bool = False, spool: Path | None = None) -> tuple[list[Received], list[str]]:
     found, notes = [], []
     infos = [i for i in zf.infolist() if not i.is_dir()]
     if len(infos) > MAX_ENTRIES:
@@ -220,17 +223,17 @@ def _read_zip(zf: zipfile.ZipFile, origin: str, tz: dt.tzinfo, outer: list[str],
         if not parts or parts[0] == "__MACOSX" or parts[-1].startswith("._"):
             continue
         where = f"{origin}: {'/'.join(parts)}"
-        limit = MAX_NESTED if parts[-1].lower().endswith(".zip") and not nested else MAX_ENTRY
+        is_zip = parts[-1].lower().endswith(".zip") and not nested
+        limit = MAX_NESTED if is_zip else MAX_ENTRY if spool is not None else IN_MEMORY
         if info.file_size > limit:
             notes.append(f"{terminal(where, 160)}: {info.file_size / 2**20:.0f} MiB, not read (limit {limit // 2**20} MiB)")
             continue
         try:
-            with zf.open(info) as f:
-                data = f.read(limit + 1)
+            data = _take(zf, info, limit, None if is_zip else spool)
         except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as err:
             notes.append(f"{terminal(where, 160)}: cannot be read ({terminal(err, 80)})")
             continue
-        if len(data) > limit:
+        if data is None:
             notes.append(f"{terminal(where, 160)}: larger than it says, not read")
             continue
         at, source = entry_time(info, tz)
@@ -255,16 +258,36 @@ def _read_zip(zf: zipfile.ZipFile, origin: str, tz: dt.tzinfo, outer: list[str],
     return found, notes
 
 
+def _take(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, spool: Path | None) -> bytes | Path | None:
+    """An entry's bytes, or (past IN_MEMORY, with a `spool` folder) the file it was spooled to; None when it inflates
+    past `limit`, whatever its header says (it is read no further)."""
+    with zf.open(info) as f:
+        data = f.read(min(limit, IN_MEMORY) + 1)
+        if len(data) <= IN_MEMORY or spool is None:
+            return data if len(data) <= limit else None
+        fd, name = tempfile.mkstemp(dir=spool, suffix=".ipynb")
+        size = len(data)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                size += len(chunk)
+                if size > limit:
+                    break
+                out.write(chunk)
+    return Path(name) if size <= limit else None
+
+
 def _read_folder(root: Path, tz: dt.tzinfo) -> list[Received]:
     """A folder as an archive: nbgrader's exchange inbound (<student>+lec02+<time>/...) or student folders."""
     found = []
     for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
         parts = list(path.relative_to(root).parts)
-        if path.name in ("timestamp.txt", "submission_secret.txt") or path.stat().st_size > MAX_ENTRY:
+        size = path.stat().st_size
+        if path.name in ("timestamp.txt", "submission_secret.txt") or size > MAX_ENTRY:
             continue
         at = dt.datetime.fromtimestamp(path.stat().st_mtime, UTC)
-        item = Received(f"{root.name}: {'/'.join(parts)}", path.read_bytes(), at=at, time_source="file time",
-                        parts=parts)
+        item = Received(f"{root.name}: {'/'.join(parts)}", path.read_bytes() if size <= IN_MEMORY else path, at=at,
+                        time_source="file time", parts=parts)
         for i, part in enumerate(parts[:-1]):
             m = EXCHANGE_DIR.match(part)
             stamp_file = root.joinpath(*parts[:i + 1], "timestamp.txt")
@@ -286,12 +309,12 @@ def _read_folder(root: Path, tz: dt.tzinfo) -> list[Received]:
 
 def release_notebooks(course: Path) -> dict[str, set[str]]:
     """Release file name -> the grade_ids of its cells (how a misnamed notebook is recognised)."""
-    from .submission import Unreadable, cells_of, decode
+    from .submission import Unreadable, cells_of, notebook_text
 
     found = {}
     for path in sorted((course / "notebooks" / ASSIGNMENT).glob("*.ipynb")):
         try:
-            found[path.name] = {c["grade_id"] for c in cells_of(decode(path.read_bytes())) if c["grade_id"]}
+            found[path.name] = {c["grade_id"] for c in cells_of(notebook_text(path)) if c["grade_id"]}
         except Unreadable:
             found[path.name] = set()
     return found
@@ -346,7 +369,7 @@ def attribute(item: Received, released: dict[str, set[str]]) -> Received:
     return item
 
 
-def match_notebook(file_name: str, data: bytes, released: dict[str, set[str]]) -> tuple[str | None, str, str, int]:
+def match_notebook(file_name: str, data: bytes | Path, released: dict[str, set[str]]) -> tuple[str | None, str, str, int]:
     """(release name or None, how it was recognised, why not, duplicate order) of a handed-in notebook file."""
     stem = file_name[:-len(".ipynb")] if file_name.lower().endswith(".ipynb") else file_name
     order = 0
@@ -381,12 +404,13 @@ def match_notebook(file_name: str, data: bytes, released: dict[str, set[str]]) -
     return None, "", f"no notebook of the assignment recognised by its name or its cells{guess}", order
 
 
-def _by_cells(data: bytes, released: dict[str, set[str]]) -> str | None:
-    from .submission import Unreadable, cells_of, decode
+def _by_cells(data: bytes | Path, released: dict[str, set[str]]) -> str | None:
+    from .submission import Unreadable, cells_of, decode, notebook_text, strip_outputs
 
     try:
-        ids = {c["grade_id"] for c in cells_of(decode(data)) if c["grade_id"]}
-    except Unreadable:
+        text = notebook_text(data) if isinstance(data, Path) else decode(strip_outputs(data))
+        ids = {c["grade_id"] for c in cells_of(text) if c["grade_id"]}
+    except (Unreadable, OSError):
         return None
     hits = []
     for name, known in released.items():  # only the ids no other notebook has count ("md-01" is in every one)
@@ -412,21 +436,30 @@ def records(course: Path, student: str) -> list[dict]:
     return [r for r in data.get("received", []) if isinstance(r, dict)] if isinstance(data, dict) else []
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def _write_atomic(path: Path, data: bytes | Path) -> None:
+    """`data` (bytes, or the file at that path, copied in pieces) at `path`, whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            if isinstance(data, Path):
+                with data.open("rb") as source:
+                    shutil.copyfileobj(source, f, 1 << 20)
+            else:
+                f.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def _keep(course: Path, student: str, notebook: str, data: bytes, at: dt.datetime | None) -> str:
+def _sha_of(data: bytes | Path) -> str:
+    return hashlib.sha256(data).hexdigest() if isinstance(data, bytes) else file_hash(data).hex()
+
+
+def _keep(course: Path, student: str, notebook: str, data: bytes | Path, at: dt.datetime | None) -> str:
     """Copy `data` into the student's history (never over another file); its path relative to submitted/<student>/."""
-    digest = hashlib.sha256(data).hexdigest()
+    digest = _sha_of(data)
     when = (at or dt.datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
     path = history_dir(course, student) / notebook[:-len(".ipynb")] / f"{when}_{digest[:12]}.ipynb"
     if not path.exists():
@@ -459,19 +492,19 @@ def merge(course: Path, student: str, items: list[Received], term: Term, collect
         current = _newest(recs, notebook)
         if current_path.is_file() and (current is None or current.get("sha256") != _sha(current_path)):
             # a file placed before intake kept records (or by hand): into history first, as it is
-            data = current_path.read_bytes()
+            data = current_path
             at = _stamp_time(folder) or dt.datetime.fromtimestamp(current_path.stat().st_mtime, UTC)
             for r in recs:
                 if r.get("notebook") == notebook:
                     r["current"] = False
-            current = {"notebook": notebook, "sha256": hashlib.sha256(data).hexdigest(), "submitted_at": iso(at),
+            current = {"notebook": notebook, "sha256": _sha_of(data), "submitted_at": iso(at),
                        "time_source": "already in submitted/ (placed before this collector kept records)",
                        "origin": "submitted/", "current": True,
                        "kept": _keep(course, student, notebook, data, at), "collected_at": iso(collected)}
             recs.append(current)
         said = []
         for item in sorted(copies, key=lambda i: (i.at or collected, i.order)):
-            digest = hashlib.sha256(item.data).hexdigest()
+            digest = _sha_of(item.data)
             if any(r.get("notebook") == notebook and r.get("sha256") == digest for r in recs):
                 said.append("unchanged" if current and current.get("sha256") == digest else "already received")
                 continue
@@ -510,7 +543,7 @@ def merge(course: Path, student: str, items: list[Received], term: Term, collect
 
 
 def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_hash(path).hex()
 
 
 def _stamp_time(folder: Path) -> dt.datetime | None:
@@ -541,11 +574,19 @@ def collect(course: Path, sources: list[Path], term: Term | None = None) -> tupl
         raise SystemExit(f"error: no release notebooks in {course / 'notebooks' / ASSIGNMENT}: run `make release`")
     collected = dt.datetime.now(UTC)
     found, unplaced = [], []
-    for source in sources:
-        _archive(course, source)
-        items, notes = read_source(source, term.lms_timezone)
-        unplaced += notes
-        found += [attribute(i, released) for i in items]
+    spool_root = course / "downloaded"
+    spool_root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".spool-", dir=spool_root) as spool:
+        for source in sources:
+            _archive(course, source)
+            items, notes = read_source(source, term.lms_timezone, Path(spool))
+            unplaced += notes
+            found += [attribute(i, released) for i in items]
+        return _place(course, found, unplaced, term, collected)
+
+
+def _place(course: Path, found: list[Received], unplaced: list[str], term: Term,
+           collected: dt.datetime) -> tuple[dict[str, list[str]], list[str]]:
     by_student: dict[str, list[Received]] = {}
     for item in found:
         if item.notebook and item.student:
@@ -563,15 +604,14 @@ def _archive(course: Path, source: Path) -> None:
         return
     folder = course / "downloaded" / ASSIGNMENT / "archive"
     folder.mkdir(parents=True, exist_ok=True)
-    data = source.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()[:12]
+    digest = file_hash(source).hex()[:12]
     target = folder / source.name
-    if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest()[:12] == digest:
+    if target.exists() and file_hash(target).hex()[:12] == digest:
         return
     if target.exists():
         target = folder / f"{source.stem}.{digest}{source.suffix}"
     if not target.exists():
-        _write_atomic(target, data)
+        _write_atomic(target, source)
 
 
 # ---- what the gradebook, grades.csv and the class report read

@@ -23,6 +23,11 @@ import time
 import traceback
 import types
 
+from .course import hidden_range
+from .link import WITHHELD
+from . import score
+from .score import group_lines
+
 
 class Stopped(BaseException):
     """The grader stopped the judge (the notebook's time is up): the results so far are written."""
@@ -36,26 +41,37 @@ def _trim(value: object, limit: int = 4000) -> object:
     return value[:limit] if isinstance(value, str) else value
 
 
+VERDICT = ("passed", "status", "hint", "hint_key")  # what the results keep of a hidden group
+SHOWN = ("passed", "status") + score.SHOWN  # and of a visible one
+
+
 class Sink:
-    """Where lecture2.checks.exercise hands each exercise's outcome (the last report of an exercise counts)."""
+    """Where lecture2.checks.exercise hands each exercise's outcome (the last report of an exercise counts).
+    A group whose `with ex.group(...)` line lies in the test cell's hidden region keeps its verdict and hint
+    only: its message, expected value and what came back never leave this process."""
 
     def __init__(self):
         self.reports: dict[str, dict] = {}
+        self.hidden_labels: set[str] = set()
 
     def report(self, name: str, groups: dict | None) -> None:
         clean = {}
         for label, outcome in (groups or {}).items():
-            clean[str(label)] = {k: _trim(v) for k, v in dict(outcome).items()
-                                 if k in ("passed", "status", "hint", "hint_key", "message", "what", "want")}
+            keep = VERDICT if str(label) in self.hidden_labels else SHOWN
+            clean[str(label)] = {k: _trim(v) for k, v in dict(outcome).items() if k in keep}
         self.reports[str(name)] = clean
 
 
-def _error(err: BaseException, filename: str) -> dict:
+def _error(err: BaseException, filename: str, hidden: tuple[int, int] | None, tainted: bool) -> dict:
+    """The check's own error, for the instructor: its class and line; its message only when it was raised in the
+    visible lines by a process that had seen no hidden case (else it could hold a hidden case's values)."""
     line = None
     for frame, lineno in traceback.walk_tb(err.__traceback__):
         if frame.f_code.co_filename == filename:
             line = lineno
-    return {"ename": type(err).__name__, "message": str(err)[:2000], "line": line,
+    in_hidden = hidden is not None and line is not None and hidden[0] <= line <= hidden[1]
+    message = WITHHELD if in_hidden or tainted else str(err)[:2000]
+    return {"ename": type(err).__name__, "message": message, "line": line,
             "hint_key": getattr(err, "hint_key", None), "hint": _trim(getattr(err, "hint", None))}
 
 
@@ -73,19 +89,24 @@ def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout
     sink.reports = {}
     link.new_budget()
     filename = f"<test cell {test['grade_id']}>"
+    hidden = hidden_range(test["source"])
+    sink.hidden_labels = {label for label, line in group_lines(test["source"]).items()
+                          if hidden and hidden[0] <= line <= hidden[1]}
+    link.hidden = (filename, *hidden) if hidden else None
     namespace = {"__name__": "__main__", "__builtins__": __builtins__,
                  **{name: answers.Remote(name, link) for name in answer_names}}
-    printed = io.StringIO()
     start = time.monotonic()
     link.deadline = start + cell_timeout
     entry = {"grade_id": test["grade_id"], "index": test["index"], "status": "ok", "error": None}
     try:
-        with contextlib.redirect_stdout(printed):
+        with contextlib.redirect_stdout(io.StringIO()):  # what a check prints is the lab's: the verdicts are data
             exec(compile(test["source"], filename, "exec"), namespace)
     except Exception as err:  # a failed exercise raises CheckFailed; anything else is the check's own error
         entry["status"] = "failed" if type(err).__name__ == "CheckFailed" else "error"
-        entry["error"] = _error(err, filename)
-    entry.update(seconds=round(time.monotonic() - start, 3), reports=sink.reports, printed=printed.getvalue()[-20_000:])
+        entry["error"] = _error(err, filename, hidden, link.tainted) if entry["status"] == "error" else None
+    finally:
+        link.hidden = None
+    entry.update(seconds=round(time.monotonic() - start, 3), reports=sink.reports)
     return entry
 
 

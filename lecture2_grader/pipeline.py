@@ -77,12 +77,12 @@ class Job:
 def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_digest: str = "") -> Job:
     """Read `path` and plan its run; a file that cannot be read is a Job with judge None and a problem."""
     try:
-        raw = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+        file_hash = store.file_hash(path) if path.is_file() and not path.is_symlink() else None
     except OSError as err:
         return Job(student, nb.name, {}, [f"cannot be read ({err.strerror}) (0 points)"], [], None)
-    if raw is None:
+    if file_hash is None:
         return Job(student, nb.name, {}, ["notebook missing (0 points)"], [], None)
-    digest = store.key(raw, nb.digest, package_digest)
+    digest = store.key(file_hash, nb.digest, package_digest)
     index_of = {c.grade_id: c.index for c in nb.cells if c.grade_id}
     course_sources = {c.visible: c.index for c in nb.cells if c.kind != "markdown"}
     try:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from .course import Notebook
 
+SHOWN = ("hint_key", "hint", "what", "want", "got", "ratio", "difference", "message")  # a group's details, as judged
+
 
 @dataclass
 class TestResult:
@@ -23,7 +25,8 @@ class TestResult:
     max_points: float
     status: str
     groups: list[dict] = field(default_factory=list)  # {exercise, group, weight, points, max_points, passed,
-    #                                                    status, hint_key, hint, what, want, message, hidden}
+    #                                                    status, hidden, and SHOWN: hint_key, hint, what, want, got,
+    #                                                    ratio, difference, message}
     error: dict | None = None  # the check's own error (ename, message, line), for the instructor
     visible_max: float | None = None  # the points of the groups present in the source (fewer in the release)
     seconds: float = 0.0
@@ -125,7 +128,7 @@ def score(nb: Notebook, judged: dict | None) -> NotebookResult:
                 result.groups.append({"exercise": name, "group": label, "weight": weight, "max_points": share,
                                       "points": share if passed else 0.0, "passed": passed, "hidden": hidden,
                                       "status": "passed" if passed else status,
-                                      **{k: (outcome or {}).get(k) for k in ("hint_key", "hint", "what", "want", "message")}})
+                                      **{k: (outcome or {}).get(k) for k in SHOWN}})
                 result.points += share if passed else 0.0
         result.points = min(max(result.points, 0.0), maximum)  # clamped to the cell's points
         result.visible_max = maximum * present / total if total else 0.0

@@ -21,10 +21,19 @@ from pathlib import Path
 from . import ASSIGNMENT
 
 
+def file_hash(path: Path) -> bytes:
+    """SHA-256 of a file's bytes, read in pieces (a notebook may carry hundreds of MB of outputs)."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.digest()
+
+
 def key(submission: bytes, notebook_digest: str, code_digest: str) -> str:
-    """The cache key of one student's notebook: what its result depends on, hashed."""
-    return hashlib.sha256(hashlib.sha256(submission).digest() + notebook_digest.encode() + b"\0"
-                          + code_digest.encode()).hexdigest()
+    """The cache key of one student's notebook: what its result depends on, hashed (`submission`: the submitted
+    file's SHA-256, from file_hash)."""
+    return hashlib.sha256(submission + notebook_digest.encode() + b"\0" + code_digest.encode()).hexdigest()
 
 
 class Store:

@@ -2,8 +2,11 @@
 
 A notebook file may come with a UTF-8 byte-order mark (Windows Notepad), CRLF line endings, in UTF-16, in
 an older nbformat, with its nbgrader metadata stripped (copied into a new notebook), with cells duplicated,
-retyped or with grade_ids the assignment does not have, or as no notebook at all. None of this runs any code:
-the file is parsed as JSON and only cell sources are kept. Every oddity becomes a problem line for the report
+retyped or with grade_ids the assignment does not have, or as no notebook at all; and with any amount of saved
+output (plots and logs kept from the lab). None of this runs any code: the file is parsed as JSON and only cell
+sources are kept. Outputs and attachments are skipped over in the file's bytes before anything is parsed
+(`notebook_text`), so a notebook of 500 MB of plots is read like one of 50 KB: the limits are on what grading
+needs (the sources: MAX_SOURCES, MAX_CELLS, MAX_ANSWER), not on the file. Every oddity becomes a problem line for the report
 (student-written ids shown escaped); only what makes the answers unreadable costs the notebook, and nothing
 in a file can make this module fail otherwise than with `Unreadable`.
 
@@ -15,12 +18,16 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .course import printable_id, top_level_names
 
-MAX_FILE = 32 * 2**20  # bytes of one notebook file
+MAX_FILE = 4 * 2**30  # bytes of one notebook file, outputs included (they are skipped, never read whole)
+MAX_SOURCES = 32 * 2**20  # bytes of a notebook once its outputs are skipped: its sources, metadata and structure
+LARGE = 8 * 2**20  # a file this large is worth a word in `make validate` (its outputs are harmless)
 MAX_CELLS = 2000
 MAX_ANSWER = 100_000  # characters of one answer cell: a longer one is not graded (no honest answer comes close)
 
@@ -60,6 +67,77 @@ def decode(raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise Unreadable(f"not UTF-8 text (byte {err.start}); save the notebook from Jupyter again") from None
+
+
+# A string token of JSON (its body a run of plain characters and escapes: one tight loop per run, not per
+# character), an opening or closing bracket, and the key whose value is skipped.
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_SKIPPED = re.compile(rb'"(?:outputs|attachments)"[ \t\r\n]*:[ \t\r\n]*')
+
+
+def strip_outputs(raw) -> bytes:
+    """The JSON bytes of a notebook (UTF-8: bytes, or an mmap of the file) with the value of every "outputs" and
+    "attachments" key replaced by an empty one, found without parsing or copying what is skipped. In valid JSON an
+    unescaped quote followed by `outputs":` can only open that key (a closing quote is followed by , : ] or }).
+    Anything else is left for the JSON parser to judge."""
+    kept, at, end = [], 0, len(raw)
+    for match in _SKIPPED.finditer(raw):
+        if match.start() < at:
+            continue  # inside a value already skipped
+        start, backslashes = match.start(), 0
+        while start - backslashes > 0 and raw[start - backslashes - 1] == 0x5C:
+            backslashes += 1
+        if backslashes % 2:  # an escaped quote: text inside a string
+            continue
+        value = match.end()
+        if value >= end or raw[value] not in b"[{":
+            continue
+        depth, stop = 0, None
+        for token in _TOKEN.finditer(raw, value):
+            first = token.group()[:1]
+            if first in (b"[", b"{"):
+                depth += 1
+            elif first in (b"]", b"}"):
+                depth -= 1
+                if depth == 0:
+                    stop = token.end()
+                    break
+        if stop is None:
+            break  # never closed: not valid JSON, and the parser will say so
+        kept.append(raw[at:value])
+        kept.append(b"[]" if raw[value] == 0x5B else b"{}")
+        at = stop
+        if sum(len(k) for k in kept) > MAX_SOURCES:
+            break
+    kept.append(raw[at:end])
+    return b"".join(kept)
+
+
+def notebook_text(path: Path) -> str:
+    """The JSON text of the notebook file at `path`, its outputs skipped (`strip_outputs`) without reading them
+    into memory: UTF-8 with or without a BOM is mapped, not read; UTF-16/32 (rare, and never large) is decoded
+    whole. Unreadable when what is left is over MAX_SOURCES or is not text."""
+    import mmap
+
+    with path.open("rb") as f:
+        head = f.read(4)
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_FILE:
+            raise Unreadable(f"a file of {size / 2**30:.1f} GiB: not a notebook this grader reads "
+                             f"(limit {MAX_FILE // 2**30} GiB)")
+        if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            if size > MAX_SOURCES:
+                raise Unreadable(f"a UTF-16/32 file of {size / 2**20:.0f} MiB: save the notebook from Jupyter (UTF-8)")
+            f.seek(0)
+            return decode(f.read())
+        if size == 0:
+            return ""
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            stripped = strip_outputs(mapped)
+    if len(stripped) > MAX_SOURCES:
+        raise Unreadable(f"its cells' sources and metadata take over {MAX_SOURCES // 2**20} MiB: not a notebook this "
+                         "grader reads")
+    return decode(stripped)
 
 
 def _source(value: object) -> str:
@@ -127,12 +205,10 @@ def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known
     student cell equal to one is not theirs); `index_of`: grade_id -> instructor index (the anchors).
     Raises Unreadable when the file is no notebook at all."""
     try:
-        size = path.stat().st_size
+        text = notebook_text(path)
     except OSError as err:
         raise Unreadable(f"cannot be read ({err.strerror})") from None
-    if size > MAX_FILE:
-        raise Unreadable(f"a file of {size / 2**20:.0f} MiB: not a notebook this grader reads (limit {MAX_FILE // 2**20} MiB)")
-    cells = cells_of(decode(path.read_bytes()))
+    cells = cells_of(text)
     course_sources, index_of = course_sources or {}, index_of or {}
     answers = Answers()
     by_id: dict[str, list[dict]] = {}

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import pipeline, sandbox
+from . import pipeline, sandbox, submission
 from .course import load
 from .feedback import text_report
 from .text import multiline, terminal
@@ -49,6 +49,11 @@ def validate(path: Path, runtime: pipeline.Runtime) -> tuple[int, list[str]]:
     lines = [f"{nb.stem}: {result.score:g}/{visible:g} 分 (points) in the visible checks, of {nb.max_score:g} in all "
              "(隐藏检查 hidden checks run when your instructor grades)", text_report(nb, result)]
     lines += [f"⚠️ {multiline(p)}" for p in result.problems]
+    size = path.stat().st_size
+    if size > submission.LARGE:
+        lines.append(f"ℹ️ 这个 notebook 有 {size / 1e6:.0f} MB，几乎都是保存下来的输出 (saved outputs: plots, logs)。评分只读取单元格的"
+                     "源代码 (cell sources)，输出不会被读取，也不影响分数 (harmless)；想让文件小一些，可以先 Edit > Clear "
+                     "Outputs of All Cells 再保存。")
     return 0, lines
 
 

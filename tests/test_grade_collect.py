@@ -8,6 +8,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from conftest import RELEASE, ROOT
@@ -155,7 +156,7 @@ def test_nbgrader_exchange_inbound_folders_are_collected_with_their_times(course
     assert placed == {"gina": ["01_tensors_dtypes (new, late 60.0 h)"]} and not unplaced
 
 
-def test_hostile_archives_cost_nothing(course):
+def test_hostile_archives_cost_nothing(course, monkeypatch):
     """Entry names that climb out (../), absolute paths and Windows backslashes stay inside submitted/<student>/;
     a student id that is only dots is refused; an entry that inflates past the size limit is not read (a line says
     so); a file that is not a zip is one line."""
@@ -166,6 +167,7 @@ def test_hostile_archives_cost_nothing(course):
     placed, unplaced = collect(course, [archive])
     assert sorted(placed) == ["abs", "outside", "win"]
     assert not (course.parent / "outside").exists() and not (course / "submitted" / "..").resolve().name == "outside"
+    monkeypatch.setattr(intake, "MAX_ENTRY", 32 * 2**20)  # (4 GiB by default: a notebook's outputs may be large)
     bomb = course / "bomb.zip"  # 40 MiB that deflate to a few kB: read no further than the limit, and said so
     with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("bomb/01_tensors_dtypes.ipynb", b" " * (40 * 2**20))
@@ -191,3 +193,22 @@ def test_collect_prints_one_line_per_student_escaped(course, capsys):
     record = json.loads((course / "submitted" / "ok" / "history" / "lec02" / "intake.json").read_text())
     assert record["received"][0]["time_source"].startswith("zip entry time")
     assert dt.datetime.fromisoformat(record["received"][0]["submitted_at"].replace("Z", "+00:00")).tzinfo
+
+
+def test_a_notebook_with_large_outputs_is_collected_whole_without_being_held_in_memory(course):
+    """A correct notebook that carries 40 MB of saved plots (over the 16 MiB kept in memory) is spooled to disk,
+    recognised by its cells, placed byte for byte, and its earlier copy kept."""
+    import base64
+    import os
+
+    nb = nbformat.reads(_nb(NB1).decode(), 4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": base64.b64encode(os.urandom(2_000_000)).decode()})]
+    big = nbformat.writes(nb).encode()
+    assert len(big) > intake.IN_MEMORY
+    archive = _zip(course / "big.zip", {"kim/notes-final.ipynb": big})
+    placed, unplaced = collect(course, [archive])
+    assert placed == {"kim": ["01_tensors_dtypes (new [file 'notes-final.ipynb': matched by cells])"]}, (placed, unplaced)
+    assert (course / "submitted" / "kim" / "lec02" / NB1).read_bytes() == big
+    assert not list((course / "downloaded").glob(".spool-*")), "the spool is removed"
