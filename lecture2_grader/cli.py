@@ -186,9 +186,10 @@ def grade_class(course: Path, runtime: pipeline.Runtime, students: list[str] | N
                     seconds = timing["seconds"] if timing else time.perf_counter() - started
                     try:
                         judged = future.result()
-                    except Exception as err:  # noqa: BLE001  the executor lost it: this notebook only
-                        judged = {"error": f"the grader could not run this notebook ({type(err).__name__}: {err})"}
-                    if isinstance(judged, dict) and "error" not in judged:
+                    except Exception as err:  # noqa: BLE001  the executor lost it: this notebook only, not stored
+                        judged = {"error": f"the grader could not run this notebook ({type(err).__name__}: {err})",
+                                  "cause": "lost"}
+                    if isinstance(judged, dict) and judged.get("cause") != "lost":  # its outcome, whatever it is
                         _guarded("storing the result", job.student, nb, records[job.student], results_store.put,
                                  job.student, nb.stem, job.digest, judged, seconds)
                     complete(nb, job, judged, seconds)

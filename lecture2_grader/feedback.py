@@ -136,6 +136,10 @@ def page(nb: Notebook, release_path: Path, result: NotebookResult, answers: dict
         body.append("<p>评分时发现 (found while grading):</p><ul>")
         body += [f"<li>{html(p)}</li>" for p in result.problems]
         body.append("</ul>")
+    if result.notices:
+        body.append("<p>评分怎样读你的 notebook (how the grader read your notebook):</p><ul>")
+        body += [f"<li>{html(n, 2000)}</li>" for n in result.notices]
+        body.append("</ul>")
     for cell in release.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         if cell.cell_type == "markdown":

@@ -22,14 +22,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import plan, sandbox, scan, score, store, submission
+from . import advice, plan, sandbox, scan, score, store, submission
 from .course import Notebook, tree_digest
 
 GRADER = Path(__file__).resolve().parent
 # The grader's modules whose code decides what a judge returns for a submission (what is read, planned, run and
 # how): a change to one of them makes every stored result stale. Scoring, feedback, reports and the gradebook are
 # made again from the stored results at every run, so their changes cost no notebook a run.
-JUDGING = ("course.py", "submission.py", "plan.py", "pipeline.py", "judge.py", "link.py", "kernel.py", "sandbox.py")
+JUDGING = ("course.py", "submission.py", "source.py", "plan.py", "pipeline.py", "judge.py", "link.py", "kernel.py",
+           "sandbox.py", "score.py")
 
 
 def code_digest(package: Path) -> str:
@@ -71,7 +72,7 @@ class Job:
     findings: list[str]
     judge: dict | None  # the judge's job (test cells, cells, answer names); None when the file could not be read
     digest: str = ""  # store.key of the submission, the instructor's notebook and the code: the regrade cache key
-    not_run_own: int = 0
+    notices: list[str] = field(default_factory=list)  # advice for the student (advice.py): validate and feedback
 
 
 def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_digest: str = "") -> Job:
@@ -85,18 +86,17 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
     digest = store.key(file_hash, nb.digest, package_digest)
     index_of = {c.grade_id: c.index for c in nb.cells if c.grade_id}
     course_sources = {c.visible: c.index for c in nb.cells if c.kind != "markdown"}
+    visible = {c.grade_id: c.visible for c in nb.cells if c.grade_id and c.kind in ("code", "test")}
     try:
-        answers = submission.read_answers(path, nb.answer_ids, nb.stubs(), nb.grade_ids, course_sources, index_of)
+        answers = submission.read_answers(path, nb.answer_ids, nb.stubs(), nb.grade_ids, course_sources, index_of,
+                                          visible)
     except submission.Unreadable as err:
         return Job(student, nb.name, {}, [f"{err} (0 points)"], [], None, digest)
     findings = [str(f) for f in scan.scan(answers.sources)]
     kernel = plan.kernel_plan(nb, answers)
-    problems = list(answers.problems)
-    if kernel.skipped_own:
-        problems.append(f"{len(kernel.skipped_own)} of your own cells not run by the grader (they do more than "
-                        "define functions, classes and constants)")
+    notices = advice.skipped_own_cells(answers, kernel) + advice.edited_course_cells(nb, answers)
     job = {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells, "answer_names": nb.answer_names()}
-    return Job(student, nb.name, answers.sources, problems, findings, job, digest, len(kernel.skipped_own))
+    return Job(student, nb.name, answers.sources, list(answers.problems), findings, job, digest, notices)
 
 
 def execute(judge_job: dict, runtime: Runtime) -> dict:
@@ -139,12 +139,19 @@ def execute(judge_job: dict, runtime: Runtime) -> dict:
     except ValueError:
         results = None
     if not isinstance(results, dict):
-        why = (f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)" if stopped
-               else f"the grader's judge ended without results (exit status {proc.returncode})")
-        return {"error": why, "log": bytes(err_tail).decode("utf-8", "replace")[-4000:]}
+        return _no_results(stopped, proc.returncode, runtime, bytes(err_tail).decode("utf-8", "replace")[-4000:])
     if stopped:
         results["stopped"] = f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)"
     return results
+
+
+def _no_results(stopped: bool, status: int | None, runtime: Runtime, log: str) -> dict:
+    """The outcome of a judge that returned nothing: its cause ("time limit" or "crash"), stored like a result so
+    that grading the same file again does not pay for it again (`--regrade` does)."""
+    if stopped:
+        return {"error": f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)", "cause": "time limit",
+                "log": log}
+    return {"error": f"the grader's judge ended without results (exit status {status})", "cause": "crash", "log": log}
 
 
 # ---- the judges running in this process's threads: a grader stopped by Ctrl-C (or a worker told to) stops them
@@ -254,9 +261,7 @@ def _execute_forked(judge_job: dict, runtime: Runtime) -> dict:
             proc.join()
         receive.close()
     if not isinstance(results, dict):
-        why = (f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)" if stopped
-               else f"the grader's judge ended without results (exit status {proc.exitcode})")
-        return {"error": why, "log": ""}
+        return _no_results(stopped, proc.exitcode, runtime, "")
     if stopped:
         results["stopped"] = f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)"
     return results
@@ -292,6 +297,7 @@ def finish(job: Job, judged: dict | None, nb: Notebook) -> score.NotebookResult:
         shown = "; ".join(job.findings[:3]) + (f" and {len(job.findings) - 3} more" if len(job.findings) > 3 else "")
         problems.append(f"flagged for review (scored as usual): {shown}")
     result.problems = problems
+    result.notices = list(job.notices)
     return result
 
 

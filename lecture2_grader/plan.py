@@ -4,7 +4,7 @@ Two processes grade a notebook, and each gets its own plan:
 
 - the student's process (the kernel, in its sandbox) runs the student's answer cells (the release's stub
   where an answer is missing), the student's own cells that only define things (imports, functions, classes,
-  assignments: their helpers), and those of the instructor's other code cells that define a name the answers
+  assignments, changes of their own objects: see `own_cell`), and those of the instructor's other code cells that define a name the answers
   read, directly or through another such cell. (If an answer reads names dynamically, with `globals()`,
   `eval`, `exec`, `vars`, IPython magics or `import __main__`, every instructor cell runs.) The instructor's
   demos and measurements that nothing needs are left out; a student's cells that do more than define things
@@ -22,6 +22,7 @@ import builtins
 from dataclasses import dataclass
 
 from .course import Notebook, top_level_names
+from .source import as_python
 from .submission import Answers, StudentCell
 
 # Names through which code reads the notebook's namespace without naming what it reads.
@@ -30,22 +31,10 @@ DYNAMIC = {"globals", "locals", "vars", "eval", "exec", "compile", "__import__",
 BUILTINS = set(dir(builtins))
 
 
-def _python(source: str) -> str | None:
-    """A cell as plain Python (IPython's magics and `!` lines turned into calls), or None if it does not parse."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        text = TransformerManager().transform_cell(source)
-        ast.parse(text)
-        return text
-    except Exception:  # SyntaxError, RecursionError, MemoryError, a transformer's own error
-        return None
-
-
 def reads(source: str) -> set[str] | None:
     """Every name a cell reads anywhere (in functions too), builtins left out; None when its reads cannot be
     known (it does not parse, or reads names dynamically)."""
-    text = _python(source)
+    text = as_python(source)
     if text is None:
         return None
     try:
@@ -65,38 +54,129 @@ def reads(source: str) -> set[str] | None:
     return found - BUILTINS
 
 
-def only_defines(source: str) -> bool:
-    """Does a student's cell only define things (imports, def, class, assignments, docstrings, and if/try blocks
-    of those)? Such a cell is a helper the answers may use, and the grader runs it."""
-    text = _python(source)
-    if text is None:
-        return False
+def created_names(sources: list[str]) -> set[str]:
+    """The names a student's cells create at their top level: functions, classes and assignment targets (not
+    imports: a module is everyone's). Objects under these names are the student's own."""
+    names: set[str] = set()
+    for source in sources:
+        text = as_python(source)
+        if text is None:
+            continue
+        try:
+            tree = ast.parse(text)
+        except (RecursionError, MemoryError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
 
-    def plain(statements) -> bool:
+
+@dataclass
+class OwnCell:
+    """What the own-cell rule says of one of a student's own cells."""
+
+    runs: bool
+    doing: str = ""  # for a cell that does not run: the first statement that is not a definition or a change of
+    #                  the student's own objects, in words ("calls print", "loops: for")
+    touches: tuple[str, ...] = ()  # the names it binds or changes, and the objects whose methods it calls
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def own_cell(source: str, created: set[str]) -> OwnCell:
+    """The rule for a student's own cell, which a student can predict: it runs when every statement only defines
+    names (imports, def, class, assignments to names, `pass`, docstrings, and if/try blocks of these) or changes an
+    object the student's own cells created (item or attribute assignment, augmented assignment, `del`, or a method
+    call on it: `RECIPES.update({...})`, `RECIPES["x"] = ...`, `RECIPES |= {...}`, `cache.clear()`). Anything else
+    (a call of a function, a method of a module or of the course's objects, a loop, a `with`) keeps the whole cell
+    from running; the grader says which cell and what it does."""
+    text = as_python(source)
+    if text is None:
+        return OwnCell(False, "不是合法的 Python (does not parse)")
+    mine = set(created)
+    touched: list[str] = []
+
+    def touch(name: str | None) -> None:
+        if name and name not in touched:
+            touched.append(name)
+
+    def target_ok(target: ast.AST) -> bool:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return all(target_ok(t) for t in target.elts)
+        if isinstance(target, ast.Starred):
+            return target_ok(target.value)
+        root = _root(target)
+        touch(root)
+        if isinstance(target, ast.Name):
+            mine.add(target.id)
+            return True
+        return root in mine
+
+    def first_bad(statements) -> str:
         for node in statements:
-            if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                 ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Pass)):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    touch((alias.asname or alias.name).split(".")[0])
                 continue
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                touch(node.name)
+                mine.add(node.name)
                 continue
-            if isinstance(node, ast.If) and plain(node.body) and plain(node.orelse):
+            if isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
                 continue
-            if isinstance(node, ast.Try) and plain(node.body) and plain(node.orelse) and plain(node.finalbody) \
-                    and all(plain(h.body) for h in node.handlers):
-                continue
-            return False
-        return True
+            if isinstance(node, ast.Assign):
+                if all(target_ok(t) for t in node.targets):
+                    continue
+                return f"改了不是你创建的对象 (changes an object your cells did not create): {_root(node.targets[0])}"
+            if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                if target_ok(node.target):
+                    continue
+                return f"改了不是你创建的对象 (changes an object your cells did not create): {_root(node.target)}"
+            if isinstance(node, ast.Delete):
+                if all(target_ok(t) for t in node.targets):
+                    continue
+                return "删除了不是你创建的对象 (deletes an object your cells did not create)"
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                func = node.value.func
+                root = _root(func)
+                if isinstance(func, ast.Attribute) and root in mine:
+                    touch(root)
+                    continue
+                shown = ast.unparse(func)[:60]
+                return f"调用了 (calls) {shown}"
+            if isinstance(node, ast.If):
+                why = first_bad(node.body) or first_bad(node.orelse)
+                if not why:
+                    continue
+                return why
+            if isinstance(node, ast.Try):
+                why = first_bad(node.body) or first_bad(node.orelse) or first_bad(node.finalbody) \
+                    or next((w for h in node.handlers for w in [first_bad(h.body)] if w), "")
+                if not why:
+                    continue
+                return why
+            kind = type(node).__name__.lower()
+            return f"不只是定义 (does more than define things): {kind}"
+        return ""
 
     try:
-        return plain(ast.parse(text).body)
+        why = first_bad(ast.parse(text).body)
     except (RecursionError, MemoryError):
-        return False
+        return OwnCell(False, "嵌套太深 (nested too deeply)")
+    return OwnCell(not why, why, tuple(touched))
 
 
 @dataclass
 class KernelPlan:
     cells: list[dict]  # {index, at, kind, grade_id, source}: "at" orders them among the test cells
-    skipped_own: list[StudentCell]  # the student's cells that do more than define things: not run
+    skipped_own: list[tuple[StudentCell, OwnCell]]  # the student's own cells the rule does not run, and why
     everything: bool  # every instructor cell runs (the answers' reads could not be known)
 
 
@@ -109,8 +189,10 @@ def kernel_plan(nb: Notebook, answers: Answers) -> KernelPlan:
             entries.append({"index": cell.index, "at": float(cell.index), "kind": "answer", "grade_id": cell.grade_id,
                             "source": source})
     own = sorted(answers.own_cells, key=lambda c: c.position)
-    run_own = [c for c in own if only_defines(c.source)]
-    skipped = [c for c in own if c not in run_own]
+    created = created_names([*answers.sources.values(), *(c.source for c in own)])
+    verdicts = {c.position: own_cell(c.source, created) for c in own}
+    run_own = [c for c in own if verdicts[c.position].runs]
+    skipped = [(c, verdicts[c.position]) for c in own if not verdicts[c.position].runs]
     for k, c in enumerate(run_own):
         entries.append({"index": 100_000 + c.position, "at": c.anchor + 0.5 + k * 1e-4, "kind": "own",
                         "grade_id": None, "source": c.source})

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from .source import as_python, unwrap_timing
+
 DYNAMIC_NAMES = {"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint", "get_ipython",
                  "__builtins__", "memoryview"}
 REACHING_ATTRIBUTES = {
@@ -54,19 +56,10 @@ def scan(answers: dict[str, str]) -> list[Finding]:
     return findings
 
 
-def _python(source: str) -> str | None:
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        return TransformerManager().transform_cell(source)
-    except Exception:
-        return None
-
-
 def _scan_cell(gid: str, source: str) -> list[Finding]:
-    text = _python(source)
+    text = as_python(source)
     try:
-        tree = ast.parse(text if text is not None else source)
+        tree = ast.parse(text if text is not None else unwrap_timing(source))
     except SyntaxError as err:
         return [Finding(gid, err.lineno or 1, "does not parse as Python")]
     found: list[Finding] = []

@@ -36,7 +36,8 @@ class TestResult:
 class NotebookResult:
     name: str
     tests: list[TestResult]
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # what went wrong, for the instructor's report and the student
+    notices: list[str] = field(default_factory=list)  # how the grader read the notebook, for the student (advice.py)
 
     @property
     def score(self) -> float:

@@ -5,7 +5,10 @@
 A notebook is run again only when its key changes. The key is the content hash of the three things a result
 depends on: the student's submitted file (its bytes), the instructor's notebook and its release, and the code
 that grades it (the lecture2 package and this grader). Anything else (a file's modification time, another
-notebook, another student) does not run it again. `make grade` reuses a stored result whose key matches;
+notebook, another student) does not run it again. Every outcome is stored, a notebook's failure too (its cause:
+"time limit", "crash"; a protocol error or a stopped process is part of the judge's results), so that a submission
+that stalls its judge costs the class once, not at every `make grade`. Only a notebook the executor lost (a worker
+that died) is not stored: that was not the notebook's doing. `make grade` reuses a stored result whose key matches;
 `--regrade` ignores them. A result is written atomically (a temporary file, then a rename) as soon as its
 notebook is judged, so a run that is killed halfway leaves whole results, and the next run picks up there.
 """

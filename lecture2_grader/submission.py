@@ -52,6 +52,7 @@ class Answers:
     sources: dict[str, str] = field(default_factory=dict)
     own_cells: list[StudentCell] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    edited: dict[str, str] = field(default_factory=dict)  # a course cell's grade_id -> the student's changed source
 
 
 def decode(raw: bytes) -> str:
@@ -196,14 +197,16 @@ def _defines(source: str) -> set[str]:
 
 
 def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known_ids: set[str],
-                 course_sources: dict[str, int] | None = None, index_of: dict[str, int] | None = None) -> Answers:
+                 course_sources: dict[str, int] | None = None, index_of: dict[str, int] | None = None,
+                 visible: dict[str, str] | None = None) -> Answers:
     """The answer cells and the student's own cells of the notebook at `path`.
 
     `answer_ids`: the instructor's answer cells, in order; `stubs`: their release sources (a cell whose
     metadata was stripped is recognised by the names its stub defines, or by the stub's first line);
     `known_ids`: every grade_id of the notebook; `course_sources`: release cell source -> instructor index (a
-    student cell equal to one is not theirs); `index_of`: grade_id -> instructor index (the anchors).
-    Raises Unreadable when the file is no notebook at all."""
+    student cell equal to one is not theirs); `index_of`: grade_id -> instructor index (the anchors); `visible`:
+    grade_id -> the release's source of each course code and test cell (an edit of one is noted: the course's
+    version runs). Raises Unreadable when the file is no notebook at all."""
     try:
         text = notebook_text(path)
     except OSError as err:
@@ -253,6 +256,11 @@ def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known
         answers.sources[gid] = cell["source"]
     if by_shape:
         answers.problems.append(f"nbgrader metadata missing: answers found by what they define ({', '.join(by_shape)})")
+    for gid, release_source in (visible or {}).items():
+        found = by_id.get(gid, [])
+        if found and found[0]["cell_type"] == "code" and found[0]["source"].strip() != release_source.strip() \
+                and len(found[0]["source"]) <= MAX_ANSWER:
+            answers.edited[gid] = found[0]["source"]
     anchor, position = -1, 0
     for cell in cells:
         gid = cell["grade_id"]

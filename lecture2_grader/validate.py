@@ -49,6 +49,7 @@ def validate(path: Path, runtime: pipeline.Runtime) -> tuple[int, list[str]]:
     lines = [f"{nb.stem}: {result.score:g}/{visible:g} 分 (points) in the visible checks, of {nb.max_score:g} in all "
              "(隐藏检查 hidden checks run when your instructor grades)", text_report(nb, result)]
     lines += [f"⚠️ {multiline(p)}" for p in result.problems]
+    lines += [f"ℹ️ {multiline(n)}" for n in result.notices]
     size = path.stat().st_size
     if size > submission.LARGE:
         lines.append(f"ℹ️ 这个 notebook 有 {size / 1e6:.0f} MB，几乎都是保存下来的输出 (saved outputs: plots, logs)。评分只读取单元格的"

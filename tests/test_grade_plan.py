@@ -38,7 +38,7 @@ def test_own_cells_run_when_they_only_define_things():
     p = plan.kernel_plan(NB, Answers(sources=reference_answers(NAME), own_cells=own))
     run = [c["source"] for c in p.cells if c["kind"] == "own"]
     assert run == [own[0].source]
-    assert [c.position for c in p.skipped_own] == [1, 2, 3]
+    assert [c.position for c, _ in p.skipped_own] == [1, 2, 3]
     at = next(c["at"] for c in p.cells if c["kind"] == "own")
     assert 5 < at < 6, "a helper runs right after the cell it followed in the student's notebook"
 
@@ -48,3 +48,21 @@ def test_reads_follow_names_through_functions_and_magics():
     assert plan.reads("%config InlineBackend.figure_format = 'png'") is None  # magics: every cell runs
     assert plan.reads("def f(:") is None
     assert plan.reads(" x = y") == {"y"}  # an indented cell: IPython dedents it, and so does the analysis
+
+
+def test_the_own_cell_rule_is_one_a_student_can_predict():
+    """Does a change of the student's own objects run however it is written (a method call, an item assignment, an
+    augmented assignment), and is anything else named with what it does and the names it touches?"""
+    created = plan.created_names(["RECIPES = {'a': 1}\ncache = {}\nclass Config:\n    pass\ncfg = Config()"])
+    runs = ["RECIPES.update({'b': 2})", "RECIPES['c'] = 3", "RECIPES |= {'d': 4}", "cache.clear()",
+            "cfg.layers = 4\ncfg.width += 1", "del RECIPES['a']", "mine = []\nmine.append(1)",
+            "%%time\nRECIPES.setdefault('e', 5)", "if True:\n    RECIPES.pop('a', None)"]
+    for source in runs:
+        assert plan.own_cell(source, created).runs, source
+    skipped = {"print(RECIPES)": "print", "torch.manual_seed(0)": "torch.manual_seed", "math.pi = 3": "math",
+               "for k in RECIPES:\n    pass": "for", "plt.rcParams['figure.dpi'] = 80": "plt",
+               "GiB = 2**30\nGiB_table.update(x=1)": "GiB_table.update"}
+    for source, named in skipped.items():
+        verdict = plan.own_cell(source, created)
+        assert not verdict.runs and named in verdict.doing, (source, verdict)
+    assert "RECIPES" in plan.own_cell("RECIPES['z'] = 1\nprint(RECIPES)", created).touches
