@@ -176,7 +176,14 @@ HINTS: dict[str, str] = {
     "allreduce_two_phases": "all-reduce = reduce-scatter + all-gather：每个 rank 发送 2(n-1)/n × S，不是 (n-1)/n × S。",
     "comm_per_rank": "差了 n 倍：要的是每个 rank 发送的字节数，不是所有 rank 加起来的总数。",
     "zero1_allreduce": "这是 PyTorch 的 ZeroRedundancyOptimizer 的做法 (DDP 的 all-reduce + 参数 broadcast = 3(n-1)/n)；论文的 ZeRO-1 用 reduce-scatter 梯度 + all-gather 参数，和 DDP 一样是 2(n-1)/n。",
-    # any exercise
+    # any exercise: the type of what came back (a hidden check names it by this hint only)
+    "returns_int": "要返回 int：字节数、参数个数、GPU 个数这类计数是整数。用 int(...)、// 或 math.ceil，不要返回 float 或 Tensor。",
+    "returns_float": "要返回 Python float：用 float(...) 或 tensor.item()，不要返回 Tensor、int 或 numpy 标量。",
+    "returns_dict": "要返回 dict (题目说明的那几个键)，不是一个总数，也不是 list 或 tuple。",
+    "returns_bool": "要返回 Python bool (True / False)：用 bool(...) 或 .item()，不要返回 Tensor 或 0 / 1。",
+    "returns_number": "要返回一个数 (int 或 float)，不是 Tensor、str、None 或 numpy 标量。",
+    "returns_type": "返回值的类型 (type) 不对：看看题目要求返回什么类型。",
+    "raises_value_error": "不认识的输入 (例如未知的 stage、recipe、strategy) 要 raise ValueError，不能悄悄返回一个值。",
     "builtin_types": "返回值要是内置类型 (built-in types)，不是它们的子类或 numpy 标量。",
     "calculator_off": "这是你自己写公式的练习：检查调用你的函数时，课程的计算器 (lecture2.estimate、planner 等) 被关掉了，"
                       "调用它的答案不得分。",
@@ -380,8 +387,13 @@ def expect_type(got: object, types: type | tuple[type, ...], *, what: str) -> No
             break
     if not ok:
         names = " 或 ".join(t.__name__ for t in types)
+        key = RETURNS.get(types, "returns_type")
         raise CheckFailed(f"{what}: 应返回 {names}，得到 {type(got).__name__} ({_fmt(got)})。", what=what, want=names,
-                          got=f"{type(got).__name__} ({_fmt(got)})")
+                          got=f"{type(got).__name__} ({_fmt(got)})", hint_key=key)
+
+
+RETURNS = {(int,): "returns_int", (float,): "returns_float", (dict,): "returns_dict", (bool,): "returns_bool",
+           (int, float): "returns_number", (float, int): "returns_number"}  # expect_type's hint by the types asked
 
 
 def expect_close(got: object, want: float, *, what: str, rtol: float = 1e-9, atol: float = 0.0,
@@ -392,7 +404,7 @@ def expect_close(got: object, want: float, *, what: str, rtol: float = 1e-9, ato
     if not _is_number(got):
         _refuse_foreign(got, what)
         raise CheckFailed(f"{what}: 应返回一个数 (a real number: int or float)，得到 {type(got).__name__} ({_fmt(got)})。",
-                          what=what, want=want, got=f"{type(got).__name__} ({_fmt(got)})")
+                          what=what, want=want, got=f"{type(got).__name__} ({_fmt(got)})", hint_key="returns_number")
     if not _close(float(got), float(want), rtol, atol):
         hint = _matching_hint(got, mistakes, rtol, atol)
         extra = "" if hint or not _is_number(want) else _explain_difference(float(got), float(want), terms, rtol)
@@ -407,7 +419,7 @@ def expect_equal(got: object, want: object, *, what: str,
     _refuse_foreign(got, what)
     if _is_number(want) and not _is_number(got):
         raise CheckFailed(f"{what}: 应返回一个数 (a number)，得到 {type(got).__name__} ({_fmt(got)})。", what=what, want=want,
-                          got=f"{type(got).__name__} ({_fmt(got)})")
+                          got=f"{type(got).__name__} ({_fmt(got)})", hint_key="returns_number")
     if got != want:
         hint = _matching_hint(got, mistakes, 0.0, 0.0)
         extra = ""
@@ -440,6 +452,15 @@ def _report(name: str, groups: dict[str, dict] | None) -> None:
     sink = sys.modules.get("_lecture2_result_sink")
     if sink is not None:
         sink.report(name, groups)
+
+
+def _group_done(name: str, label: str) -> None:
+    """Tell the result sink, if it wants to know, that group `label` of exercise `name` has ended (the judge notes
+    whether the answer's process had received a hidden case by then)."""
+    sink = sys.modules.get("_lecture2_result_sink")
+    done = getattr(sink, "group_done", None)
+    if done is not None:
+        done(name, label)
 
 
 def _outcome(error: BaseException | None) -> dict:
@@ -481,6 +502,8 @@ class Exercise:
             self.outcomes[label] = _outcome(err)
         else:
             self.outcomes[label] = _outcome(None)
+        finally:
+            _group_done(self.name, label)
 
     def summary(self) -> str:
         parts = []

@@ -53,12 +53,22 @@ class Sink:
     def __init__(self):
         self.reports: dict[str, dict] = {}
         self.hidden_labels: set[str] = set()
+        self.link = None  # the running test cell's link to the student's process
+        self.tainted: set[tuple[str, str]] = set()  # (exercise, group) that ended after a hidden case reached it
+
+    def group_done(self, name: str, label: str) -> None:
+        if self.link is not None and self.link.tainted:
+            self.tainted.add((str(name), str(label)))
 
     def report(self, name: str, groups: dict | None) -> None:
         clean = {}
         for label, outcome in (groups or {}).items():
             keep = VERDICT if str(label) in self.hidden_labels else SHOWN
-            clean[str(label)] = {k: _trim(v) for k, v in dict(outcome).items() if k in keep}
+            entry = {k: _trim(v) for k, v in dict(outcome).items() if k in keep}
+            if entry.get("status") == "error" and (str(name), str(label)) in self.tainted:
+                # an answer's own exception, raised by a process that had received a hidden case: its class only
+                entry["message"] = str(entry.get("message") or "").split(":", 1)[0][:100] + ": " + WITHHELD
+            clean[str(label)] = entry
         self.reports[str(name)] = clean
 
 
@@ -78,7 +88,7 @@ def _error(err: BaseException, filename: str, hidden: tuple[int, int] | None, ta
 def install_sink() -> Sink:
     """This process's result sink, where lecture2.checks.exercise reports (one per process)."""
     sink = Sink()
-    sys.modules["_lecture2_result_sink"] = types.SimpleNamespace(report=sink.report)
+    sys.modules["_lecture2_result_sink"] = types.SimpleNamespace(report=sink.report, group_done=sink.group_done)
     return sink
 
 
@@ -86,7 +96,7 @@ def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout
     """Run one test cell here, its answer names reaching the student's process through `link`."""
     from lecture2 import answers
 
-    sink.reports = {}
+    sink.reports, sink.tainted, sink.link = {}, set(), link
     link.new_budget()
     filename = f"<test cell {test['grade_id']}>"
     hidden = hidden_range(test["source"])

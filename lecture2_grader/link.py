@@ -207,7 +207,7 @@ class KernelLink:
             self._give_up("the student's process answered out of turn: a reply that is not to the request in "
                           "flight (protocol error)")
         if "raised" in reply:
-            raise self._exception(reply["raised"])
+            raise answers.rebuild_exception(reply["raised"])
         if "timeout" in reply:
             raise answers.AnswerTimeout("did not return within the time the check had left")
         if "cells" in reply:
@@ -216,15 +216,6 @@ class KernelLink:
             return wire.decode(reply["ok"], blobs, deadline=deadline)
         except wire.Malformed as err:
             self._give_up(f"the student's process sent something that is not data ({err}) (protocol error)")
-
-    def _exception(self, info: object) -> Exception:
-        """The exception an answer raised, as a check sees it; from a process that had received a hidden case,
-        only its built-in class (its own name and message could carry that case's inputs)."""
-        err = answers.rebuild_exception(info)
-        if not self.tainted:
-            return err
-        base = next(c for c in type(err).__mro__ if c.__module__ == "builtins" or c is answers.AnswerError)
-        return base(WITHHELD)
 
     def _read_exact(self, n: int, deadline: float) -> bytes:
         chunks, got = [], 0

@@ -53,6 +53,39 @@ def own_cell_before(gid: str, source: str, nb: nbformat.NotebookNode | None = No
     return nb
 
 
+def own_cell_after(gid: str, source: str, nb: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
+    """`nb` (default: the reference) with a code cell of the student's own right after cell `gid`."""
+    nb = nb or sub.filled(NB1)
+    at = next(i for i, c in enumerate(nb.cells) if sub.grade_id(c) == gid)
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+MUTATED = ("UNIT_BYTES = {'GB': 10**9}\n"
+           "def weight_memory(n_params, dtype, unit='GB'):\n"
+           "    if unit not in UNIT_BYTES:\n        raise ValueError(unit)\n"
+           "    return n_params * dtype.itemsize / UNIT_BYTES[unit]\n")
+
+
+def _without_demos(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The course's demo and plot cells deleted (a student tidying up): only answers, checks and markdown left."""
+    nb.cells = [c for c in nb.cells if c.cell_type != "code" or c.metadata.get("nbgrader", {}).get("solution")
+                or c.metadata.get("nbgrader", {}).get("grade")]
+    return nb
+
+
+def _with_outputs(nb: nbformat.NotebookNode, size: int) -> nbformat.NotebookNode:
+    """Plots kept from the lab: `size` bytes of PNG outputs spread over the code cells."""
+    import base64
+    import os
+
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    for c in cells:
+        png = base64.b64encode(os.urandom(size * 3 // 4 // len(cells))).decode()
+        c.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png})]
+    return nb
+
+
 def one(nb, score, report=("ok",), **extra) -> dict:
     return {"files": {NB1: nb}, "score": score, "report": list(report), **extra}
 
@@ -91,6 +124,22 @@ def honest_corpus() -> dict[str, dict]:
         "lost-metadata-and-hints": one(no_hints, 7, [f"{S1}: nbgrader metadata missing: answers found by what they define"]),
         "getattr-with-default": one(tensor_bytes_doing("size = getattr(dtype, 'itemsize', 4)", "math.prod(shape) * size"), 7),
         "grad-mode-off-at-top": one(with_code("torch.set_grad_enabled(True)\n"), 7),
+        "mutated-global": one(own_cell_after(WM, "UNIT_BYTES.update({'GiB': 2**30})\nUNIT_BYTES['GB'] = 10**9\n",
+                                             sub.filled(NB1, **{WM: MUTATED})), 7),
+        "helper-between-answer-and-test": one(own_cell_after(TB, "def count(shape):\n    return math.prod(shape)\n",
+                                                             sub.filled(NB1, **{TB: "def tensor_bytes(shape, dtype):\n    return count(shape) * dtype.itemsize\n"})), 7),
+        "dataclass": one(sub.filled(NB1, **{TB: "from dataclasses import dataclass\n@dataclass(frozen=True)\nclass Layout:\n"
+                                                "    shape: tuple\n    def numel(self):\n        return math.prod(self.shape)\n"
+                                                "def tensor_bytes(shape, dtype):\n    return Layout(tuple(shape)).numel() * dtype.itemsize\n"}), 7),
+        "lambda": one(sub.filled(NB1, **{TB: f"tensor_bytes = lambda shape, dtype: {RIGHT}\n"}), 7),
+        "reordered-helper-after-use": one(own_cell_after(WM, "def scale_of(unit):\n    return {'GB': 1e9, 'GiB': 2**30}[unit]\n",
+                                                         sub.filled(NB1, **{WM: "def weight_memory(n_params, dtype, unit='GB'):\n"
+                                                                                "    if unit not in ('GB', 'GiB'):\n        raise ValueError(unit)\n"
+                                                                                "    return n_params * dtype.itemsize / scale_of(unit)\n"})), 7),
+        "deleted-demos": one(_without_demos(sub.filled(NB1)), 7),
+        "timed-answer": one(sub.filled(NB1, **{TB: "%%time\n" + REF[TB], WM: "%%capture out\n" + REF[WM]}), 7),
+        "print-own-cell-after-test": one(own_cell_after(f"{TB}_check", "print(tensor_bytes((2, 2), torch.float32))\n"), 7),
+        "large-saved-outputs": one(_with_outputs(sub.filled(NB1), 50 * 2**20), 7),
     }
 
 
@@ -139,7 +188,17 @@ def saved_oddly_corpus(course: Path) -> dict[str, dict]:
         "edited-test-cell": one(edited_test, 5),
         "retyped-cell": one(retyped, 7, [f"{S1}: answer cell {FF} is a markdown cell (run as code)"]),
         "+formula-name": one(sub.filled(NB1), 7),
+        "edited-locked-cell": one(_edited_units(), 5),
     }
+
+
+def _edited_units() -> nbformat.NotebookNode:
+    """A student renamed GiB to GIB in a locked course cell and used GIB in their answer."""
+    nb = sub.filled(NB1, **{WM: REF[WM].replace('"GiB": 2**30', '"GiB": GIB')})
+    for c in nb.cells:
+        if sub.grade_id(c) == "code-17-units":
+            c.source = c.source.replace("GiB", "GIB")
+    return nb
 
 
 def faults_corpus() -> dict[str, dict]:
@@ -211,6 +270,23 @@ def attacks_corpus(course: Path) -> dict[str, dict]:
         "escape": one(sub.filled(NB1, **{TB: ESCAPE.format(other=other, gradebook=course / "gradebook.db",
                                                           checks=ROOT / "lecture2" / "checks.py", course=course)}), 7,
                       ["flagged for review"]),
+        "flooding-reply": one(tensor_bytes_doing(WRITE_REPLY + "os.write(fd, frame(('{\"id\": \"%s\", \"ok\": {\"$set\": [%s]}}' "
+                                                 "% (in_flight(), ','.join(str(1 + i * (2**61 - 1)) for i in range(200_000)))).encode()))",
+                                                 RIGHT), 5, [f"{S1}: your notebook's process was restarted", "protocol error"]),
+        "pre-answers-calls": one(tensor_bytes_doing(WRITE_REPLY + "right = math.prod(shape) * dtype.itemsize\n"
+                                                    "os.write(fd, frame({'id': in_flight(), 'ok': right}))\n"
+                                                    "os.write(fd, frame({'id': 'guessed-next', 'ok': right}))", RIGHT), 5,
+                                 ["before its request"]),
+        "overflowing-meta-tensor": one(sub.filled(NB1, **{WM: "def weight_memory(n_params, dtype, unit='GB'):\n" + "".join(
+            f"    {line}\n" for line in (WRITE_REPLY + "meta = {'$tensor': {'dtype': 'float32', 'shape': [2**39] * 16, "
+                                         "'device': 'meta', 'param': False}}\nos.write(fd, frame({'id': in_flight(), 'ok': meta}))\n"
+                                         "return n_params * dtype.itemsize / {'GB': 1e9, 'GiB': 2**30}[unit]").splitlines())}), 5,
+                                       ["protocol error"]),
+        "prints-every-input": one(sub.filled(NB1, **{TB: "SEEN = []\ndef tensor_bytes(shape, dtype):\n    SEEN.append((shape, dtype))\n"
+                                                         f"    return {RIGHT}\n",
+                                                     WM: "import os, sys\nprint('SEEN:', SEEN)\nos.write(2, ('SEEN-ERR:' + repr(SEEN)).encode())\n"
+                                                         "if len(SEEN) > 10:\n    raise ValueError('SEEN-RAISED:' + repr(SEEN))\n" + REF[WM]}), 5,
+                                  [f"{S1}: {WM} raised ValueError"]),
         "terminal-injection": one(_with_unknown_ids("\x1b[2J\x1b[H\rcorrect: 0/7 — forged\nalice: 7/7 — ok",
                                                     "# 86 / 86\n[click](javascript:alert(1))<script>alert(1)</script>"),
                                   7, ["unknown grade_ids ignored: \\x1b[2J"]),
@@ -223,6 +299,19 @@ def _with_unknown_ids(*ids: str) -> nbformat.NotebookNode:
         nb.cells.append(nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": gid}}))
     return nb
 
+
+# What a student's answer needs to write its own frames on the reply pipe (lecture2.wire's framing), with the id of
+# the call in flight read off the kernel's stack.
+WRITE_REPLY = ("import os, sys, json, struct\n"
+               "fd = int(sys.argv[sys.argv.index('--reply-fd') + 1])\n"
+               "def frame(body):\n"
+               "    body = body if isinstance(body, bytes) else json.dumps(body).encode()\n"
+               "    return struct.pack('>II', 8 + len(body), len(body)) + body + struct.pack('>I', 0)\n"
+               "def in_flight():\n"
+               "    f = sys._getframe(1)\n"
+               "    while f is not None and 'msg' not in f.f_locals:\n"
+               "        f = f.f_back\n"
+               "    return f.f_locals['msg']['id']\n")
 
 ESCAPE = '''import os, socket, subprocess
 ATTEMPTS = []
@@ -413,3 +502,100 @@ def test_bad_options_are_refused_with_a_message(args, message, capsys):
     with pytest.raises(SystemExit) as err:
         cli.main(args)
     assert err.value.code == 2 and message in capsys.readouterr().err
+
+
+def _every_file_of(course: Path, student: str) -> dict[str, str]:
+    """What grading leaves that names `student` or holds their results: their autograded/ and feedback/ files, the
+    class's CSV files and class report."""
+    paths = [*(course / "autograded" / student).rglob("*"), *(course / "feedback" / student).rglob("*"),
+             *course.glob("*.csv"), *(course / "class_report").rglob("*")]
+    return {str(p.relative_to(course)): p.read_text("utf-8", "replace") for p in paths if p.is_file()}
+
+
+def test_nothing_printed_after_a_hidden_case_is_handed_back(graded):
+    """A student whose function keeps every input it receives, and whose later answer cell prints them (stdout),
+    writes them to the raw stderr and raises them: none of it is in the autograded notebook, the stored results,
+    the feedback, the CSV files or the class report (graded with --jobs 2); the verdicts are all there."""
+    course = graded["course"]
+    found = {name: text for name, text in _every_file_of(course, "prints-every-input").items()
+             if "SEEN" in text.replace("SEEN = []", "").replace("SEEN.append", "").replace("print('SEEN:', SEEN)", "")
+             .replace("('SEEN-ERR:' + repr(SEEN))", "").replace("('SEEN-RAISED:' + repr(SEEN))", "").replace("len(SEEN)", "")}
+    assert not found, {k: v[v.find("SEEN"):][:200] for k, v in found.items()}
+    result = (course / "autograded" / "prints-every-input" / ASSIGNMENT / f"{S1}.result.json").read_text("utf-8")
+    assert "not kept: the process had received a hidden check's inputs" in result
+    notebook = (course / "autograded" / "prints-every-input" / ASSIGNMENT / NB1).read_text("utf-8")
+    assert "drawn shapes" in notebook and "✅" in notebook, "the autograded notebook shows the grader's verdict lines"
+
+
+def test_an_edited_locked_cell_is_explained_in_the_feedback(graded):
+    page = (graded["course"] / "feedback" / "edited-locked-cell" / ASSIGNMENT / f"{S1}.html").read_text("utf-8")
+    text = html.unescape(page)
+    assert "code-17-units" in text and "the course's version ran" in text and "GIB" in text
+    assert "ex01_weight_memory 用到了 (uses) GIB" in text and "NameError" in text
+
+
+def test_an_own_cell_the_grader_skips_is_named_with_what_it_risks(graded):
+    page = html.unescape((graded["course"] / "feedback" / "print-own-cell-after-test" / ASSIGNMENT / f"{S1}.html")
+                         .read_text("utf-8"))
+    assert "「print(tensor_bytes((2, 2), torch.float32))」" in page and "harmless" in page and "调用了 (calls) print" in page
+
+
+def test_validate_gives_the_score_grading_gives(graded):
+    """For every honest-but-unusual student: the points `make validate` shows equal the points grading gave the
+    same file's visible check groups (and grading gave the full points, tested above)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lecture2_grader import artifacts, validate
+
+    course, rt = graded["course"], judging_runtime(sandboxed=False)
+    names = list(honest_corpus())
+    paths = [course / "submitted" / n / ASSIGNMENT / NB1 for n in names]
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = dict(zip(names, pool.map(lambda p: validate.validate(p, rt), paths)))
+    for name, (status, lines) in outcomes.items():
+        summary = artifacts.load(course, name)[S1]
+        visible = sum(g["points"] for t in summary["tests"] for g in t["groups"] if not g["hidden"])
+        assert status == 0 and lines[0].startswith(f"{S1}: {visible:g}/5 "), (name, visible, lines[0])
+        assert visible == 5, (name, lines)
+
+
+class _Recorded:
+    """An executor whose judge returned nothing (its cause: the notebook's time limit), or that must not be asked."""
+
+    def __init__(self, outcome: dict | None):
+        self.outcome, self.asked = outcome, 0
+
+    def preflight(self):
+        return []
+
+    def submit(self, job, label=""):
+        from concurrent.futures import Future
+
+        self.asked += 1
+        assert self.outcome is not None, f"{label} was run again though its outcome was stored"
+        future = Future()
+        future.set_result(dict(self.outcome))
+        return future
+
+    def timing(self, future):
+        return None
+
+    def describe(self):
+        return "a recorded executor"
+
+    def close(self):
+        pass
+
+
+def test_a_failed_notebook_is_stored_with_its_cause_and_not_run_again(graded):
+    """A notebook whose judge gave no results (here: stopped at the notebook's time limit) is stored like a success,
+    so the next `make grade` does not pay for it again; --regrade does."""
+    course = graded["course"]
+    stalled = {"error": "stopped at the notebook's time limit (120 s)", "cause": "time limit", "log": ""}
+    first = _Recorded(stalled)
+    students, _ = cli.grade_class(course, grading_runtime(), ["correct"], regrade=True, executor=first)
+    assert first.asked == 1 and students[0].total == 0 and "time limit" in " ".join(students[0].problems)
+    again = _Recorded(None)
+    students, notes = cli.grade_class(course, grading_runtime(), ["correct"], executor=again)
+    assert again.asked == 0 and students[0].total == 0 and any("stored results were used" in n for n in notes)
+    cli.grade_class(course, grading_runtime(), ["correct"], regrade=True, jobs=1)  # the class as it was, for the tests after

@@ -43,6 +43,9 @@ checks.register_hints({
                             "(n-1)·⌈N/n⌉ 个元素；只有 DDP 的 all-reduce 作用在 N 个元素上。",
     "sharding.reduce_dtype": "梯度的集合通信 (all-reduce、reduce-scatter) 在 reduce_bytes (reduce dtype) 上做，参数的 "
                              "all-gather 在 dtype_bytes 上做：Megatron 和 torchtitan 把 bf16 模型的梯度放在 fp32 里规约。",
+    "sharding.shard_plus_one": "N // n + 1 只在 N 不能被 n 整除时等于 ⌈N/n⌉：能整除时每片多了一个元素。用 math.ceil(N / n) "
+                               "或 -(-N // n) 向上取整。",
+    "sharding.comm_divided_twice": "差了 n 倍 (少了)：(n-1)/n · S 已经是每个 rank 发送的那一份，不要再除以 rank 的个数 n。",
     "sharding.min_gpus_ceil": "GPU 个数要向上取整 (math.ceil)：少一块就放不下。",
     "sharding.other_bytes": "other_bytes (激活值等) 也占每块 GPU 的显存：没切的部分 + 切开的部分 / n + other_bytes ≤ 显存。",
     "sharding.ddp_floor": "普通数据并行 (stage 0) 什么都不切：每块 GPU 都存完整的 16N，加卡没用；放不下就返回 None。",
@@ -173,6 +176,11 @@ def rank_case(fn, n_params: int, n_ranks: int, stage: int, recipe: str, want, wh
             wrong.append(checks.mistake("shard_ceil", per * n_ranks * (n_params // n_ranks)))  # slices rounded down
         if n_ranks > 1 and want[part] == per * s and s * n_ranks != n_params:  # a sharded part: ceil(N / n), padded
             wrong.append(checks.mistake("shard_ceil", per * (n_params // n_ranks)))
+        if n_ranks > 1 and n_params % n_ranks == 0 and stage > 0:  # ceil(N / n) written N // n + 1: one too many
+            if want[part] == per * s:
+                wrong.append(checks.mistake("sharding.shard_plus_one", per * (s + 1)))
+            elif want[part] == per * full:
+                wrong.append(checks.mistake("sharding.shard_plus_one", per * n_ranks * (s + 1)))
         checks.expect_type(got[part], int, what=f"{what}['{part}']")
         checks.expect_equal(got[part], want[part], what=f"{what}['{part}']", mistakes=wrong)
 
@@ -202,7 +210,8 @@ def rank_totals_per_param(fn, n_ranks: int, want: list[float], recipe: str = "bf
 def rank_rejects(fn, *args) -> None:
     """fn(*args) (an unknown stage or recipe) must raise ValueError."""
     __tracebackhide__ = True
-    checks.expect(_raises_value_error(fn, *args, what=f"bytes_per_rank{args}"), f"bytes_per_rank{args} 应该 raise ValueError")
+    if not _raises_value_error(fn, *args, what=f"bytes_per_rank{args}"):
+        checks.fail(f"bytes_per_rank{args} 应该 raise ValueError", "raises_value_error")
 
 
 def rank_live(fn, live: LiveGroup, cases) -> None:
@@ -242,6 +251,7 @@ def comm_case(fn, n_params: int, n_ranks: int, strategy: str, dtype_bytes: int, 
         checks.mistake("ring_n_minus_1", want * n / (n - 1) if n > 1 else -1.0),
         checks.mistake("comm_per_rank", want * n),
         checks.mistake("bits_for_bytes", want * 8),
+        checks.mistake("sharding.comm_divided_twice", want / n),
     ]
     if r != p:  # the gradients' collectives in the model dtype (before the ZeRO-3 mistake: for r = 2p both give
         # the same number, and a case that names reduce_bytes is about it)
@@ -270,8 +280,8 @@ def comm_one_rank(fn, strategy: str) -> None:
 def comm_rejects(fn, strategy: str) -> None:
     """fn(1000, 2, strategy, 2) for an unknown strategy must raise ValueError."""
     __tracebackhide__ = True
-    checks.expect(_raises_value_error(fn, 1000, 2, strategy, 2, what=f"comm_bytes_per_step(..., {strategy!r})"),
-                  f"comm_bytes_per_step(..., strategy={strategy!r}) 应该 raise ValueError")
+    if not _raises_value_error(fn, 1000, 2, strategy, 2, what=f"comm_bytes_per_step(..., {strategy!r})"):
+        checks.fail(f"comm_bytes_per_step(..., strategy={strategy!r}) 应该 raise ValueError", "raises_value_error")
 
 
 def comm_live(fn, live: LiveGroup, cases) -> None:

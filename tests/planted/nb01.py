@@ -20,7 +20,7 @@ def tensor_bytes(shape, dtype):
     Planted("ex01_tensor_bytes", "a tensor instead of an int", '''
 def tensor_bytes(shape, dtype):
     return torch.tensor(shape).prod() * dtype.itemsize
-''', "应返回 int，得到 Tensor", visible=True),
+''', HINTS["returns_int"], visible=True),
     Planted("ex01_tensor_bytes", "a product that fails on the scalar shape ()", '''
 import functools, operator
 def tensor_bytes(shape, dtype):

@@ -136,5 +136,5 @@ def mlp_saved_bytes(B, sizes):
     Planted("ex02_saved_bytes", "a float instead of an int", '''
 def mlp_saved_bytes(B, sizes):
     return 4.0 * B * sum(sizes[:-1])
-''', "应返回 int，得到 float", visible=True),
+''', HINTS["returns_int"], visible=True),
 ]

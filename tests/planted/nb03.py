@@ -71,7 +71,7 @@ def block_params(d_model, d_ff=None, bias=False, norm="rms"):
     b = 1 if bias else 0
     norm_each = d_model * (2 if norm == "layer" and bias else 1)
     return 4 * d_model * d_model + 4 * d_model * b + 2 * d_model * h + (h + d_model) * b + 2 * norm_each
-''', "应返回 int，得到 float", visible=True),
+''', HINTS["returns_int"], visible=True),
     Planted("ex03_gpt_params", "the tied embedding counted twice", '''
 def gpt_params(config):
     c = config

@@ -98,7 +98,7 @@ def accumulated_step(model, optimizer, batches, loss_fn):
         total = total + loss.detach()
     optimizer.step()
     return total
-''', "应返回 float，得到 Tensor", visible=True),
+''', HINTS["returns_float"], visible=True),
     # ---- ex04_underflow_fraction
     Planted("ex04_underflow_fraction", "tiny (smallest normal) as the threshold", '''
 def fp16_underflow_fraction(grad, scale=1.0):
@@ -141,7 +141,7 @@ def fp16_underflow_fraction(grad, scale=1.0):
     fi = torch.finfo(torch.float16)
     nz = grad != 0
     return ((grad[nz] * scale).abs() <= fi.tiny * fi.eps / 2).float().mean()
-''', "应返回 float，得到 Tensor", visible=True),
+''', HINTS["returns_float"], visible=True),
     Planted("ex04_underflow_fraction", "a real cast instead of a prediction", '''
 def fp16_underflow_fraction(grad, scale=1.0):
     nz = grad != 0
@@ -272,7 +272,7 @@ def train_step(model, optimizer, x, y, precision, scaler=None):
         loss.backward()
         optimizer.step()
     return loss.detach()
-''', "应返回 float，得到 Tensor", visible=True),
+''', HINTS["returns_float"], visible=True),
     Planted("ex04_train_step", "unknown precisions trained as fp32", '''
 def train_step(model, optimizer, x, y, precision, scaler=None):
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)

@@ -82,7 +82,7 @@ def block_flops(B, T, d):
 def block_flops(B, T, d):
     return {"qkv": 6.0 * B * T * d * d, "scores": 2.0 * B * T * T * d, "attn_v": 2.0 * B * T * T * d,
             "proj": 2.0 * B * T * d * d, "ffn": 16.0 * B * T * d * d}
-''', "应返回 int，得到 float", visible=True),
+''', HINTS["returns_int"], visible=True),
     Planted("ex05_block_flops", "keys of its own", '''
 def block_flops(B, T, d):
     return {"qkv": 6 * B * T * d * d, "qk": 2 * B * T * T * d, "pv": 2 * B * T * T * d,

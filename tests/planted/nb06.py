@@ -41,7 +41,7 @@ def training_state_bytes(n_params, recipe, n_tensors=0):
     Planted("ex06_training_state", "a total instead of the three parts", '''
 def training_state_bytes(n_params, recipe, n_tensors=0):
     return 16 * n_params
-''', "应返回 dict，得到 int"),
+''', HINTS["returns_dict"]),
     Planted("ex06_largest_model", "one GPU only", '''
 def largest_trainable_params(n_gpus, gpu_memory_bytes, bytes_per_param):
     return int(gpu_memory_bytes // bytes_per_param)
@@ -61,7 +61,7 @@ def largest_trainable_params(n_gpus, gpu_memory_bytes, bytes_per_param):
     Planted("ex06_largest_model", "a float", '''
 def largest_trainable_params(n_gpus, gpu_memory_bytes, bytes_per_param):
     return n_gpus * gpu_memory_bytes / bytes_per_param
-''', "应返回 int，得到 float"),
+''', HINTS["returns_int"]),
     Planted("ex06_activation_bytes", "the lecture's rough formula", '''
 def activation_bytes_per_layer(B, T, d, n_heads, dtype_bytes=4):
     return dtype_bytes * (10 * B * T * d + B * T * T)

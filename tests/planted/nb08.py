@@ -187,7 +187,7 @@ def training_checklist(model, optimizer, loader):
             "loader_workers": loader.num_workers > 0,
             "grad_finite": torch.stack([torch.isfinite(g).all() for g in grads]).all() if grads else False,
             "optimizer_has_params": all(id(p) in ids for p in params if p.requires_grad)}
-''', "应返回 bool"),
+''', HINTS["returns_bool"]),
     Planted("ex08_checklist", "the machine's GPU instead of the model's device", '''
 def training_checklist(model, optimizer, loader):
     params = list(model.parameters())
@@ -301,7 +301,7 @@ def grad_norm_report(model):''' + _REPORT_NAMES + '''
 def grad_norm_report(model):''' + _REPORT_NAMES + '''
     norm = torch.sqrt(sum(p.grad.double().pow(2).sum() for p in model.parameters() if p.grad is not None))
     return {"global_norm": norm, "nonfinite": nonfinite}
-''', "应返回 float"),
+''', HINTS["returns_float"]),
     Planted("ex08_grad_norm", "only the first parameter checked for non-finite values", '''
 def grad_norm_report(model):
     norm = math.sqrt(sum(float(p.grad.double().pow(2).sum()) for p in model.parameters() if p.grad is not None))

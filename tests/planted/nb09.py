@@ -89,7 +89,7 @@ def gpus_needed(n_params, n_tokens, days, peak_flops, mfu):
     Planted("ex09_inverse", "a float GPU count", '''
 def gpus_needed(n_params, n_tokens, days, peak_flops, mfu):
     return -(-6 * n_params * n_tokens // (peak_flops * mfu * days * 86400))
-''' + _TOKENS_OK, "应返回 int"),
+''' + _TOKENS_OK, HINTS["returns_int"]),
     Planted("ex09_inverse", "the deadline in hours", '''
 def gpus_needed(n_params, n_tokens, days, peak_flops, mfu):
     return math.ceil(6 * n_params * n_tokens / (peak_flops * mfu * days * 3600))

@@ -89,6 +89,8 @@ MISTAKES = [
     Planted("ex10_bytes_per_rank", "ZeRO-3 keeps the parameters whole", _rank(params=4), HINTS["zero3_all_parts"]),
     Planted("ex10_bytes_per_rank", "a slice rounded down (N // n)", _rank(shard="n_params // n_ranks"),
             HINTS["shard_ceil"]),
+    Planted("ex10_bytes_per_rank", "a slice of N // n + 1 (one too many when n divides N)",
+            _rank(shard="n_params // n_ranks + 1"), HINTS["sharding.shard_plus_one"], visible=True),
     Planted("ex10_bytes_per_rank", "the unsharded parts without the padding (N, not n ceil(N/n))",
             _rank(full="n_params"), HINTS["sharding.padded_buffer"], visible=True),
     Planted("ex10_bytes_per_rank", "no fp32 master weights in mixed precision", _rank(master=8),
@@ -96,7 +98,7 @@ MISTAKES = [
     Planted("ex10_bytes_per_rank", "the total instead of the three parts", '''
 def bytes_per_rank(n_params, n_ranks, stage, recipe):
     return 16 * n_params // n_ranks
-''', "应返回 dict"),
+''', HINTS["returns_dict"]),
     Planted("ex10_bytes_per_rank", "the calculator called", '''
 def bytes_per_rank(n_params, n_ranks, stage, recipe):
     from lecture2 import estimate
@@ -115,7 +117,7 @@ def bytes_per_rank(n_params, n_ranks, stage, recipe):
     full = n_params if stage == 0 else n_ranks * s
     return {"params": p * (s if stage >= 3 else full), "grads": g * (s if stage >= 2 else full),
             "optimizer": o * (s if stage >= 1 else full)}
-''', "raise ValueError"),
+''', HINTS["raises_value_error"]),
     # exercise 2: communication per step
     Planted("ex10_comm_bytes", "the (n-1)/n factor dropped", _comm(factor="1"), HINTS["ring_n_minus_1"]),
     Planted("ex10_comm_bytes", "ZeRO-3's all-gather counted once", _comm(zero3=1), HINTS["allgather_twice"]),
@@ -134,6 +136,8 @@ def comm_bytes_per_step(n_params, n_ranks, strategy, dtype_bytes, reduce_bytes=N
 ''', HINTS["zero1_allreduce"]),
     Planted("ex10_comm_bytes", "all ranks together", _comm(factor="(n - 1)"), HINTS["comm_per_rank"]),
     Planted("ex10_comm_bytes", "bits for bytes", _comm(factor="8 * (n - 1) / n"), HINTS["bits_for_bytes"]),
+    Planted("ex10_comm_bytes", "divided by the number of ranks twice", _comm(factor="(n - 1) / n / n"),
+            HINTS["sharding.comm_divided_twice"], visible=True),
     Planted("ex10_comm_bytes", "the ZeRO collectives on N elements, not the padded buffer", _comm(size="n_params"),
             HINTS["sharding.padded_comm"], visible=True),
     Planted("ex10_comm_bytes", "the gradients reduced in the model dtype, reduce_bytes ignored",
@@ -152,7 +156,7 @@ def comm_bytes_per_step(n_params, n_ranks, strategy, dtype_bytes, reduce_bytes=N
     Planted("ex10_min_gpus", "other_bytes forgotten", _min(other="0"), HINTS["sharding.other_bytes"]),
     Planted("ex10_min_gpus", "rounded down", _min(rounding="math.floor"), HINTS["sharding.min_gpus_ceil"]),
     Planted("ex10_min_gpus", "infinity instead of None", _min(none="math.inf"), HINTS["sharding.none_not_inf"]),
-    Planted("ex10_min_gpus", "a float", _min(rounding="float"), "应返回 int"),
+    Planted("ex10_min_gpus", "a float", _min(rounding="float"), HINTS["returns_int"]),
     Planted("ex10_min_gpus", "the planner called", '''
 def min_gpus(n_params, stage, gpu_memory_bytes, other_bytes=0):
     from lecture2 import estimate
