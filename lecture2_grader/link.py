@@ -105,6 +105,7 @@ class KernelLink:
         self.tainted = False  # the current process has received a hidden case's inputs (see `request`)
         self._run = None
         self._cells_sent: list[dict] = []  # every cell run so far: a new process runs them again
+        self._answered: set[str] = set()  # the ids of the requests answered so far
         self._tail: _Tail | None = None
         self._gave_up = False
         self._starts_here = 0  # starts since new_budget()
@@ -202,10 +203,15 @@ class KernelLink:
             reply, blobs = wire.unpack(body)
         except wire.Malformed as err:
             self._give_up(f"the student's process sent something that is not data ({err}) (protocol error)")
+        if isinstance(reply, dict) and reply.get("id") in self._answered:  # late: the cell in flight did not cause it
+            self._give_up("the student's process answered out of turn: a second reply to an earlier request "
+                          "(protocol error)", Unasked)
         if not isinstance(reply, dict) or reply.get("id") != call or len(set(reply) - {"id"}) != 1 \
                 or not set(reply) - {"id"} <= {"ok", "raised", "cells", "timeout"}:
             self._give_up("the student's process answered out of turn: a reply that is not to the request in "
                           "flight (protocol error)")
+        if call != "hello":
+            self._answered.add(call)
         if "raised" in reply:
             raise answers.rebuild_exception(reply["raised"])
         if "timeout" in reply:

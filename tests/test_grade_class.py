@@ -276,7 +276,7 @@ def attacks_corpus(course: Path) -> dict[str, dict]:
         "pre-answers-calls": one(tensor_bytes_doing(WRITE_REPLY + "right = math.prod(shape) * dtype.itemsize\n"
                                                     "os.write(fd, frame({'id': in_flight(), 'ok': right}))\n"
                                                     "os.write(fd, frame({'id': 'guessed-next', 'ok': right}))", RIGHT), 5,
-                                 ["before its request"]),
+                                 ["answered out of turn"]),
         "overflowing-meta-tensor": one(sub.filled(NB1, **{WM: "def weight_memory(n_params, dtype, unit='GB'):\n" + "".join(
             f"    {line}\n" for line in (WRITE_REPLY + "meta = {'$tensor': {'dtype': 'float32', 'shape': [2**39] * 16, "
                                          "'device': 'meta', 'param': False}}\nos.write(fd, frame({'id': in_flight(), 'ok': meta}))\n"
@@ -517,10 +517,10 @@ def test_nothing_printed_after_a_hidden_case_is_handed_back(graded):
     writes them to the raw stderr and raises them: none of it is in the autograded notebook, the stored results,
     the feedback, the CSV files or the class report (graded with --jobs 2); the verdicts are all there."""
     course = graded["course"]
-    found = {name: text for name, text in _every_file_of(course, "prints-every-input").items()
-             if "SEEN" in text.replace("SEEN = []", "").replace("SEEN.append", "").replace("print('SEEN:', SEEN)", "")
-             .replace("('SEEN-ERR:' + repr(SEEN))", "").replace("('SEEN-RAISED:' + repr(SEEN))", "").replace("len(SEEN)", "")}
-    assert not found, {k: v[v.find("SEEN"):][:200] for k, v in found.items()}
+    printed = re.compile(r"SEEN(-ERR|-RAISED)?: ?\[")  # what it printed starts so; its source has a quote there
+    found = {name: m.group() for name, text in _every_file_of(course, "prints-every-input").items()
+             for m in [printed.search(text)] if m}
+    assert not found, found
     result = (course / "autograded" / "prints-every-input" / ASSIGNMENT / f"{S1}.result.json").read_text("utf-8")
     assert "not kept: the process had received a hidden check's inputs" in result
     notebook = (course / "autograded" / "prints-every-input" / ASSIGNMENT / NB1).read_text("utf-8")
