@@ -107,6 +107,12 @@ def unreachable_parent(path: Path) -> Path | None:
 def interpreter_problem(venv: Path) -> str | None:
     """Why students' servers could not run the course's Python (the .venv's interpreter, its links followed), or
     None. A pyenv Python under /root (mode 0700) is the usual case."""
+    where = (venv / "bin").resolve()
+    blocked = unreachable_parent(where / "python")
+    if blocked is not None:
+        return (f"the course's environment ({where.parent}) is inside {blocked} (mode "
+                f"{stat.S_IMODE(blocked.stat().st_mode):o}), which other users cannot pass through, so students' "
+                f"servers could not start: chmod o+x {blocked}, or put the course elsewhere")
     python = (venv / "bin" / "python").resolve()
     blocked = unreachable_parent(python)
     if blocked is None:
