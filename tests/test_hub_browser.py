@@ -255,7 +255,7 @@ def test_a_class_on_the_hub_end_to_end(tmp_path):
                 right = _answer(sub.reference_answers(NAME)[GRADE_ID])
                 ana_report = _student_hands_in(ana_pg, ana, right, log)
                 ben_report = _student_hands_in(ben_pg, ben, _answer(BITS.source), log)
-                assert "tensor_bytes" in ana_report and BITS.expect not in ana_report, ana_report
+                assert "✅ tensor_bytes" in ana_report and BITS.expect not in ana_report, ana_report
                 assert BITS.expect in ben_report, ben_report  # Validate gave the hint before the deadline
 
                 # the due date passes; ben hands in again, late (his first copy must not be lost)
