@@ -30,7 +30,6 @@ from pathlib import Path
 from . import accounts, roster, settings
 from .spawner import config_dir
 
-ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "lec02"
 START_TIMEOUT_S = 90
 NBGRADER_EXTENSIONS = ("formgrader", "validate_assignment", "assignment_list", "course_list")
@@ -276,7 +275,7 @@ def start(course: Path, roster_path: Path, port: int, exchange: Path, homes: Pat
         students = sum(p.role == "student" for p in people)
         print("\n".join(notes + lines))
         print(f"the hub is up in {time.monotonic() - t0:.1f} s: {s.url}  ({students} students, "
-              f"{len(people) - students} instructors on {roster_path.name}; pid {hub.pid})")
+              f"{len(people) - students} instructor{'s' if len(people) - students != 1 else ''} on {roster_path.name}; pid {hub.pid})")
         if roster_path == roster.DEMO_ROSTER.resolve():
             print(f"demo roster: log in as alice or bob (students) or teacher (instructor), password {roster.DEMO_PASSWORD!r}")
         print("make hub-status shows it; make hub-stop stops it")
@@ -323,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lecture2_hub", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     go = sub.add_parser("start", help="start the hub in the background")
-    go.add_argument("--course", type=Path, default=ROOT)
+    go.add_argument("--course", type=Path, default=Path.cwd(), help="the course folder (default: here)")
     go.add_argument("--roster", type=Path, default=roster.DEMO_ROSTER)
     go.add_argument("--port", type=int, default=8000)
     go.add_argument("--exchange", type=Path, default=Path("/srv/nbgrader/exchange"))
@@ -331,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--proxy", default="")
     for name in ("start", "stop", "status"):
         p = go if name == "start" else sub.add_parser(name, help=f"{name} the hub")
-        p.add_argument("--state", type=Path, default=ROOT / ".hub", help="the hub's own folder (default .hub)")
+        p.add_argument("--state", type=Path, default=Path.cwd() / ".hub", help="the hub's own folder (default: .hub here)")
     pw = sub.add_parser("passwords", help="give everyone on a roster without a password one")
     pw.add_argument("roster", type=Path)
     pw.add_argument("--out", type=Path, default=None, help="where the new passwords go (default ROSTER-passwords.csv)")

@@ -279,33 +279,41 @@ def test_a_class_on_the_hub_end_to_end(tmp_path):
                     assert mine.returncode == 0 and NAME in mine.stdout, mine.stderr
 
                 # the instructor's term: collect, grade notebook 01, look in the formgrader, release feedback
-                with _timed("collect -> grade -> feedback"):
+                with _timed("collect -> grade (2 students, notebook 01)"):
                     collected = _run("-m", "lecture2_grader.collect", str(inbound), cwd=course)
                     graded = _run("-m", "lecture2_grader", "--notebook", "01", "--jobs", "2", cwd=course)
-                    released = _run("-m", "lecture2_grader.release_feedback", "--exchange", str(exchange), cwd=course)
+                with _timed("feedback: make feedback for ben, the formgrader's release button for ana"):
+                    released = _run("-m", "lecture2_grader.release_feedback", "--exchange", str(exchange),
+                                    "--student", ben, cwd=course)
+                    _wait_for_lab(teacher, prof, log)
+                    teacher.goto(f"{base}/user/{prof}/formgrader/manage_submissions/{ASSIGNMENT}", timeout=60_000)
+                    rows = {n: teacher.locator("#main-table tr", has=teacher.locator("td.student-id", has_text=n))
+                            for n in (ana, ben)}
+                    for student, score in ((ana, "2 / 7"), (ben, "0 / 7")):
+                        rows[student].locator("td.status span", has_text="graded").wait_for(timeout=60_000)
+                        assert rows[student].locator("td.score").inner_text().strip() == score
+                    _shot(teacher, "teacher_formgrader")
+                    rows[ana].locator("td.release-feedback a").click()
+                    modal = teacher.locator("#success-modal, #error-modal")
+                    modal.wait_for(timeout=60_000)
+                    _shot(teacher, "teacher_released_feedback")
+                    assert modal.get_attribute("id") == "success-modal", modal.inner_text()
                 print(collected.stdout, graded.stdout, released.stdout, sep="\n")
-                assert re.search(rf"{ben}: .*late", collected.stdout) or "late" in collected.stdout, collected.stdout
+                intake = {n: next(ln for ln in collected.stdout.splitlines() if ln.startswith(f"{n}:")) for n in (ana, ben)}
+                assert "late" not in intake[ana] and re.search(r"submission 2, .*kept in history.*late", intake[ben]), intake
                 history = list((course / "submitted" / ben / "history" / ASSIGNMENT).rglob("*.ipynb"))
                 assert len(history) == 2, history  # both of ben's copies kept
                 lines = {n: next(ln for ln in graded.stdout.splitlines() if ln.startswith(f"{n}:")) for n in (ana, ben)}
                 assert f"{ana}: 2/7" in lines[ana] and f"{ben}: 0/7" in lines[ben], graded.stdout
-                assert f"{ana}: 1 feedback page released" in released.stdout, released.stdout
-                assert f"{ben}: 1 feedback page released" in released.stdout, released.stdout
+                assert released.stdout.strip() == f"{ben}: 1 feedback page released (01_tensors_dtypes)", released.stdout
                 grades = (course / "grades.csv").read_text(encoding="utf-8")
                 assert re.search(rf"^{ben},.*\b01 \(\+", grades, re.M) and not re.search(rf"^{ana},.*\(\+", grades, re.M), grades
                 for private in (course / "gradebook.db", course / "grades.csv", course / "feedback" / ana):
                     assert _as_user(ben, "cat" if private.is_file() else "ls", str(private)).returncode != 0, private
 
-                _wait_for_lab(teacher, prof, log)
-                teacher.goto(f"{base}/user/{prof}/formgrader/manage_submissions/{ASSIGNMENT}", timeout=60_000)
-                for student, score in ((ana, "2 / 7"), (ben, "0 / 7")):
-                    row = teacher.locator("#main-table tr", has=teacher.locator("td.student-id", has_text=student))
-                    row.locator("td.status span", has_text="graded").wait_for(timeout=60_000)
-                    assert row.locator("td.score").inner_text().strip() == score
-                _shot(teacher, "teacher_formgrader")
-
-                ana_page = _fetch_feedback(ana_pg, "ana")
-                ben_page = _fetch_feedback(ben_pg, "ben")
+                with _timed("both students: Fetch Feedback -> their page"):
+                    ana_page = _fetch_feedback(ana_pg, "ana")
+                    ben_page = _fetch_feedback(ben_pg, "ben")
             finally:
                 browser.close()
         assert BITS.expect in ben_page and BITS.expect not in ana_page
