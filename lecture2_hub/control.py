@@ -301,6 +301,9 @@ def status(state: Path) -> int:
     s = running(state)
     found = tagged_processes(state)
     if not s:
+        if os.geteuid() != 0 and (state / "settings.json").exists():
+            print("the course's hub runs as root: sudo make hub-status")
+            return 3
         print("the course's hub is not running" + (f" ({len(found)} stray processes: make hub-stop)" if found else ""))
         return 3
     servers = sorted({_owner_of(pid) for pid, cmd in found.items() if "jupyterhub-singleuser" in cmd})

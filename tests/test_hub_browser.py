@@ -255,6 +255,8 @@ def test_a_class_on_the_hub_end_to_end(tmp_path):
                 right = _answer(sub.reference_answers(NAME)[GRADE_ID])
                 ana_report = _student_hands_in(ana_pg, ana, right, log)
                 ben_report = _student_hands_in(ben_pg, ben, _answer(BITS.source), log)
+                formgrader = ana_pg.request.get(f"{base}/user/{ana}/formgrader/api/status")
+                assert formgrader.status == 404, "a student's server answers the formgrader"
                 assert "✅ tensor_bytes" in ana_report and BITS.expect not in ana_report, ana_report
                 assert BITS.expect in ben_report, ben_report  # Validate gave the hint before the deadline
 
@@ -296,6 +298,7 @@ def test_a_class_on_the_hub_end_to_end(tmp_path):
                     rows[ana].locator("td.release-feedback a").click()
                     modal = teacher.locator("#success-modal, #error-modal")
                     modal.wait_for(timeout=60_000)
+                    teacher.wait_for_timeout(600)  # the dialog's fade-in, for the screenshot
                     _shot(teacher, "teacher_released_feedback")
                     assert modal.get_attribute("id") == "success-modal", modal.inner_text()
                 print(collected.stdout, graded.stdout, released.stdout, sep="\n")
