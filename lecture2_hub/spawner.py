@@ -11,7 +11,6 @@ Every process started carries TAG_ENV, by which `make hub-stop` finds whatever o
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
