@@ -11,6 +11,9 @@
 #   make export     the grades for Canvas's and Moodle's import: export/canvas.csv, export/moodle.csv
 #   make handin     as a student would: validate every notebook, then write lec02-handin.zip (STUDENT=id optional)
 #   make bundle     the student bundle: dist/lecture2-student.zip
+#   make hub        (as root) the course's JupyterHub on 127.0.0.1:$(HUB_PORT) for the class on HUB_ROSTER; make
+#                   hub-stop, make hub-status (docs/hub.md)
+#   make feedback   release the feedback pages through the hub's exchange: students' "Fetch Feedback" gets them
 # Setup options (the first time, before .venv exists):
 #   make setup TORCH=cpu      PyTorch's CPU-only build from PyTorch's own wheel index (a computer without an
 #                             NVIDIA GPU: about 1.5 GB instead of 5 GB where pip would take the CUDA build)
@@ -111,3 +114,33 @@ clean-grading:
 	@t=.trash/$$(date +%Y%m%dT%H%M%S); for d in submitted downloaded gradebook.db; do \
 	  if [ -e $$d ]; then mkdir -p $$t && mv $$d $$t/ && echo "moved $$d to $$t/"; fi; done
 	rm -rf autograded feedback class_report export grades.csv notebooks.csv mistakes.csv mistakes_by_student.csv dist
+
+# ---- The course on JupyterHub (lecture2_hub, docs/hub.md). `make hub` runs as root: each student's server runs as
+# that student's own Unix user. configurable-http-proxy (npm) goes into .venv/hub-proxy; Node and npm from Debian.
+.PHONY: hub hub-stop hub-status hub-proxy feedback
+HUB_PORT ?= 8000
+HUB_ROSTER ?= lecture2_hub/demo_roster.csv
+HUB_EXCHANGE ?= /srv/nbgrader/exchange
+HUB_HOMES ?= /home
+HUB_PROXY := $(VENV)/hub-proxy/node_modules/.bin/configurable-http-proxy
+# 4.6.3: the last release that runs on Debian 12's Node 18 (5.x wants Node >= 20)
+CHP_VERSION := 4.6.3
+
+$(HUB_PROXY):
+	@command -v npm >/dev/null || { echo "make hub needs Node and npm: sudo apt-get install nodejs npm"; exit 2; }
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/hub-proxy configurable-http-proxy@$(CHP_VERSION)
+
+hub-proxy: setup $(HUB_PROXY)
+
+hub: setup $(HUB_PROXY)
+	$(BIN)/python -m lecture2_hub start --roster $(HUB_ROSTER) --port $(HUB_PORT) --exchange $(HUB_EXCHANGE) \
+	    --homes $(HUB_HOMES) --proxy $(HUB_PROXY)
+
+hub-stop:
+	$(BIN)/python -m lecture2_hub stop
+
+hub-status:
+	@$(BIN)/python -m lecture2_hub status || true
+
+feedback: setup
+	$(BIN)/python -m lecture2_grader.release_feedback --exchange $(HUB_EXCHANGE)

@@ -1,0 +1,334 @@
+"""A class on the course's JupyterHub (`make hub`), end to end in headless Chromium:
+
+two students log in with their own passwords, fetch lec02 in the Assignments tab, fill one exercise of notebook
+01 in the notebook (ana right, ben with a usual mistake: bits for bytes), press Validate (the course's visible
+checks), and submit; ben submits again after the due date. The instructor collects from the exchange's inbound
+(`make collect`: the submission times from the exchange, ben late, his first copy kept), grades notebook 01
+(`make grade`), sees both in the formgrader on the hub, and releases the feedback (`make feedback`). Each student
+fetches feedback and sees their own score, ben the hint for his mistake, neither anything of the other. Each
+student's server runs as their own Unix user: neither reads the other's home, the exchange's inbound or the
+course's solutions and gradebook. A screenshot per step goes to .artefacts/screenshots/hub_*.png.
+
+Runs as root (the hub creates the students' Unix users and removes nothing of them: the test does, at the end).
+Markers browser and slow; skipped where root, Chromium, Playwright, configurable-http-proxy or a Python that other
+users can run is missing, unless LECTURE2_BROWSER_REQUIRED is set (CI): then it fails.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import submissions as sub
+from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, SOLUTIONS, nbgrader_env
+from planted.nb01 import MISTAKES
+from test_browser import CHROMIUM_ARGS, SCREENSHOTS, _chromium, _free_port, _unavailable
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+NAME = "01_tensors_dtypes.ipynb"
+GRADE_ID = "ex01_tensor_bytes"
+BITS = next(m for m in MISTAKES if m.grade_id == GRADE_ID and m.name == "bits instead of bytes")
+TIMES: dict[str, float] = {}
+
+
+def _answer(source: str) -> str:
+    lines = [ln for ln in source.strip("\n").splitlines() if "### BEGIN SOLUTION" not in ln and "### END SOLUTION" not in ln]
+    return "import math\nimport torch\n" + "\n".join(lines) + "\n"
+
+
+def _timed(step: str):
+    class _T:
+        def __enter__(self):
+            self.t = time.monotonic()
+
+        def __exit__(self, *exc):
+            TIMES[step] = time.monotonic() - self.t
+            print(f"[hub timing] {step}: {TIMES[step]:.1f} s")
+    return _T()
+
+
+def _run(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(BIN / "python"), *args], cwd=cwd, env=nbgrader_env(), capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    if check and proc.returncode != 0:
+        pytest.fail(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def _preconditions() -> str:
+    if os.geteuid() != 0:
+        _unavailable("the hub test runs as root (the hub makes each student's Unix user)")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        _unavailable("the playwright package is not installed (pip install -e '.[test]')")
+    chromium = _chromium()
+    from lecture2_hub import accounts, control
+
+    proxy = ROOT / control.PROXY_IN_VENV
+    if not proxy.exists():
+        _unavailable(f"configurable-http-proxy is not installed at {proxy} (make hub-proxy: npm, Node from Debian)")
+    problem = accounts.interpreter_problem(ROOT / ".venv")
+    if problem:
+        _unavailable(problem)
+    if not shutil.which("useradd"):
+        _unavailable("useradd is missing (Debian's passwd package)")
+    return chromium
+
+
+def _shot(pg, name: str) -> None:
+    pg.screenshot(path=str(SCREENSHOTS / f"hub_{name}.png"))
+
+
+def _login(browser, base: str, name: str, password: str):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    pg.goto(f"{base}/hub/login", timeout=60_000)
+    pg.fill("#username_input", name)
+    pg.fill("#password_input", password)
+    pg.click("#login_submit")
+    return pg
+
+
+def _wait_for_lab(pg, name: str, log: Path) -> None:
+    try:
+        pg.locator(".jp-LabShell, #jp-main-dock-panel").first.wait_for(timeout=120_000)
+        pg.locator(".lm-MenuBar-itemLabel", has_text="File").wait_for(timeout=60_000)
+    except Exception:
+        _shot(pg, f"failed_login_{name.split('-')[0]}")
+        pytest.fail(f"{name}'s lab did not open ({pg.url}):\n" + log.read_text(errors="replace")[-4000:])
+
+
+def _assignments(pg):
+    pg.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+    pg.locator(".lm-Menu-itemLabel", has_text="Assignment List").click()
+    panel = pg.locator("#nbgrader-assignment-list")
+    panel.locator("#released_assignments_list_loading").wait_for(state="hidden", timeout=60_000)
+    return panel
+
+
+def _refresh(panel):
+    panel.locator("#refresh_assignments_list").click()
+    panel.page.wait_for_timeout(500)
+    for part in ("released", "fetched", "submitted"):
+        panel.locator(f"#{part}_assignments_list_loading").wait_for(state="hidden", timeout=60_000)
+
+
+def _fill_and_validate(pg, name: str, source: str, validate: bool = True) -> str:
+    """Open notebook 01 of the fetched lec02, type `source` into the exercise's cell, save, press Validate;
+    the dialog's text."""
+    user = pg.url.split("/user/", 1)[1].split("/", 1)[0]
+    pg.goto(pg.url.split("/user/")[0] + f"/user/{user}/lab/tree/{ASSIGNMENT}/{NAME}", timeout=60_000)
+    cell = pg.locator(".jp-Notebook .jp-CodeCell", has=pg.locator(".cm-content", has_text="def tensor_bytes("))
+    cell.first.wait_for(timeout=90_000)
+    editor = cell.first.locator(".cm-content")
+    editor.scroll_into_view_if_needed()
+    editor.click()
+    pg.keyboard.press("Control+A")
+    pg.keyboard.insert_text(source)
+    pg.keyboard.press("Escape")
+    pg.keyboard.press("Control+S")
+    pg.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current.jp-mod-dirty").wait_for(state="detached",
+                                                                                              timeout=30_000)
+    _shot(pg, f"{name}_2_filled" if validate else f"{name}_5_edited_after_due")
+    if not validate:
+        return ""
+    pg.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar jp-button", has_text="Validate").click()
+    dialog = pg.locator(".jp-Dialog")
+    dialog.wait_for(timeout=180_000)
+    dialog.locator(".jp-Dialog-header", has_text="Validation").wait_for(timeout=180_000)
+    text = dialog.inner_text()
+    _shot(pg, f"{name}_3_validated")
+    dialog.locator("button", has_text="Ok").first.click()
+    return text
+
+
+def _submit(panel, name: str, count: int) -> None:
+    panel.locator("#fetched_assignments_list .list_item button", has_text="Submit").first.click()
+    items = panel.locator("#submitted_assignments_list .list_item")
+    deadline = time.monotonic() + 60
+    while items.count() < count and time.monotonic() < deadline:
+        panel.page.wait_for_timeout(300)
+    assert items.count() >= count, panel.inner_text()
+    _shot(panel.page, f"{name}_4_submitted" if count == 1 else f"{name}_6_submitted_late")
+
+
+def _student_hands_in(pg, name: str, source: str, log: Path):
+    _wait_for_lab(pg, name, log)
+    short = name.split("-")[0]
+    with _timed(f"{short}: fetch -> submit"):
+        panel = _assignments(pg)
+        panel.locator("#released_assignments_list .list_item button", has_text="Fetch").click()
+        panel.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT).wait_for(timeout=60_000)
+        _shot(pg, f"{short}_1_fetched")
+        report = _fill_and_validate(pg, short, source)
+        panel = _assignments(pg)
+        _submit(panel, short, 1)
+    return report
+
+
+def _fetch_feedback(pg, short: str) -> str:
+    """Fetch Feedback in the Assignments tab, then open the page it brought (view feedback, then the page in the
+    lab's HTML viewer); the page's text."""
+    panel = _assignments(pg)
+    try:
+        _refresh(panel)
+        panel.locator("#submitted_assignments_list button", has_text="Fetch Feedback").first.click()
+        view = panel.locator("#submitted_assignments_list a", has_text="view feedback")
+        view.first.wait_for(timeout=60_000)
+        _shot(pg, f"{short}_7_feedback_fetched")
+        view.first.click()
+        item = pg.locator(".jp-DirListing-item", has_text=NAME.replace(".ipynb", ".html"))
+        item.first.dblclick(timeout=30_000)
+        frame = pg.frame_locator(".jp-MainAreaWidget:not(.lm-mod-hidden) iframe")
+        frame.get_by_text("得分 (score)").first.wait_for(timeout=30_000)
+        text = frame.locator("body").inner_text()
+    except Exception:
+        _shot(pg, f"failed_feedback_{short}")
+        (SCREENSHOTS / f"hub_failed_feedback_{short}.html").write_text(panel.inner_html(), encoding="utf-8")
+        raise
+    _shot(pg, f"{short}_8_feedback")
+    return text
+
+
+def _as_user(name: str, *argv: str) -> subprocess.CompletedProcess:
+    import pwd
+
+    entry = pwd.getpwnam(name)
+    return subprocess.run(list(argv), user=entry.pw_uid, group=entry.pw_gid, extra_groups=[], capture_output=True,
+                          text=True, cwd="/", env={"PATH": "/usr/bin:/bin", "HOME": entry.pw_dir})
+
+
+def test_a_class_on_the_hub_end_to_end(tmp_path):
+    chromium = _preconditions()
+    from playwright import sync_api
+
+    from lecture2_hub import roster
+
+    tag = secrets.token_hex(3)
+    ana, ben, prof = f"ana-{tag}", f"ben-{tag}", f"prof-{tag}"
+    passwords = {n: secrets.token_urlsafe(12) for n in (ana, ben, prof)}
+    base_dir = Path(tempfile.mkdtemp(prefix="lecture2-hub-"))  # not under pytest's tmp (mode 0700): students reach it
+    os.chmod(base_dir, 0o755)
+    course, exchange, homes, state = (base_dir / "course", base_dir / "exchange", base_dir / "homes",
+                                      base_dir / "course" / ".hub")
+    for kind, folder in (("solutions", SOLUTIONS), ("notebooks", RELEASE)):
+        (course / kind / ASSIGNMENT).mkdir(parents=True)
+        shutil.copy(folder / NAME, course / kind / ASSIGNMENT)
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    (course / ".venv").symlink_to(ROOT / ".venv")
+    roster_file = base_dir / "roster.csv"
+    roster_file.write_text("name,role,password\n" + "".join(
+        f"{n},{'instructor' if n == prof else 'student'},{roster.hash_password(passwords[n], 20_000)}\n"
+        for n in (prof, ana, ben)), encoding="utf-8")
+    port = _free_port()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SCREENSHOTS.glob("hub_*"):  # this run's steps only, no failure of an earlier run
+        old.unlink()
+    log = state / "jupyterhub.log"
+    hub = ["-m", "lecture2_hub", "start", "--course", str(course), "--roster", str(roster_file), "--port", str(port),
+           "--exchange", str(exchange), "--homes", str(homes), "--state", str(state)]
+    try:
+        with _timed("hub start"):
+            started = _run(*hub, cwd=ROOT)
+        assert f"http://127.0.0.1:{port}" in started.stdout, started.stdout
+        twice = _run(*hub, cwd=ROOT, check=False)  # a second start: a clear refusal, the first hub untouched
+        assert twice.returncode == 2 and "already running" in twice.stderr, twice.stdout + twice.stderr
+        base = f"http://127.0.0.1:{port}"
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                login = browser.new_page(viewport={"width": 1400, "height": 900})
+                login.goto(f"{base}/hub/login", timeout=60_000)
+                _shot(login, "0_login")
+                login.close()
+                # everyone logs in at once: the hub starts the three servers side by side
+                ana_pg, ben_pg, teacher = (_login(browser, base, n, passwords[n]) for n in (ana, ben, prof))
+                right = _answer(sub.reference_answers(NAME)[GRADE_ID])
+                ana_report = _student_hands_in(ana_pg, ana, right, log)
+                ben_report = _student_hands_in(ben_pg, ben, _answer(BITS.source), log)
+                formgrader = ana_pg.request.get(f"{base}/user/{ana}/formgrader/api/status")
+                assert formgrader.status == 404, "a student's server answers the formgrader"
+                assert "✅ tensor_bytes" in ana_report and BITS.expect not in ana_report, ana_report
+                assert BITS.expect in ben_report, ben_report  # Validate gave the hint before the deadline
+
+                # the due date passes; ben hands in again, late (his first copy must not be lost)
+                due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(seconds=1)
+                with open(course / "nbgrader_config.py", "a", encoding="utf-8") as fh:
+                    fh.write(f'\nc.Lecture2Grader.due = "{due.isoformat()}"\n')
+                time.sleep(max(0.0, (due - dt.datetime.now(dt.timezone.utc)).total_seconds()) + 1.1)
+                with _timed("ben: edit -> submit again, late"):
+                    _fill_and_validate(ben_pg, "ben", _answer(BITS.source) + "# 再检查一遍 (checked again)\n", validate=False)
+                    _submit(_assignments(ben_pg), "ben", 2)
+
+                # each student's own Unix user: nothing of the other, of the inbound or of the instructor's
+                inbound = exchange / "lecture2" / "inbound"
+                for who, other in ((ana, ben), (ben, ana)):
+                    for argv in (["ls", str(homes / other)], ["ls", str(inbound)],
+                                 ["cat", str(course / "solutions" / ASSIGNMENT / NAME)],
+                                 ["ls", str(course / "solutions")]):
+                        proc = _as_user(who, *argv)
+                        assert proc.returncode != 0 and "Permission denied" in proc.stderr, (who, argv, proc.stdout)
+                    mine = _as_user(who, "ls", str(homes / who / ASSIGNMENT))
+                    assert mine.returncode == 0 and NAME in mine.stdout, mine.stderr
+
+                # the instructor's term: collect, grade notebook 01, look in the formgrader, release feedback
+                with _timed("collect -> grade (2 students, notebook 01)"):
+                    collected = _run("-m", "lecture2_grader.collect", str(inbound), cwd=course)
+                    graded = _run("-m", "lecture2_grader", "--notebook", "01", "--jobs", "2", cwd=course)
+                with _timed("feedback: make feedback for ben, the formgrader's release button for ana"):
+                    released = _run("-m", "lecture2_grader.release_feedback", "--exchange", str(exchange),
+                                    "--student", ben, cwd=course)
+                    _wait_for_lab(teacher, prof, log)
+                    teacher.goto(f"{base}/user/{prof}/formgrader/manage_submissions/{ASSIGNMENT}", timeout=60_000)
+                    rows = {n: teacher.locator("#main-table tr", has=teacher.locator("td.student-id", has_text=n))
+                            for n in (ana, ben)}
+                    for student, score in ((ana, "2 / 7"), (ben, "0 / 7")):
+                        rows[student].locator("td.status span", has_text="graded").wait_for(timeout=60_000)
+                        assert rows[student].locator("td.score").inner_text().strip() == score
+                    _shot(teacher, "teacher_formgrader")
+                    rows[ana].locator("td.release-feedback a").click()
+                    modal = teacher.locator("#success-modal, #error-modal")
+                    modal.wait_for(timeout=60_000)
+                    teacher.wait_for_timeout(600)  # the dialog's fade-in, for the screenshot
+                    _shot(teacher, "teacher_released_feedback")
+                    assert modal.get_attribute("id") == "success-modal", modal.inner_text()
+                print(collected.stdout, graded.stdout, released.stdout, sep="\n")
+                intake = {n: next(ln for ln in collected.stdout.splitlines() if ln.startswith(f"{n}:")) for n in (ana, ben)}
+                assert "late" not in intake[ana] and re.search(r"submission 2, .*kept in history.*late", intake[ben]), intake
+                history = list((course / "submitted" / ben / "history" / ASSIGNMENT).rglob("*.ipynb"))
+                assert len(history) == 2, history  # both of ben's copies kept
+                lines = {n: next(ln for ln in graded.stdout.splitlines() if ln.startswith(f"{n}:")) for n in (ana, ben)}
+                assert f"{ana}: 2/7" in lines[ana] and f"{ben}: 0/7" in lines[ben], graded.stdout
+                assert released.stdout.strip() == f"{ben}: 1 feedback page released (01_tensors_dtypes)", released.stdout
+                grades = (course / "grades.csv").read_text(encoding="utf-8")
+                assert re.search(rf"^{ben},.*\b01 \(\+", grades, re.M) and not re.search(rf"^{ana},.*\(\+", grades, re.M), grades
+                for private in (course / "gradebook.db", course / "grades.csv", course / "feedback" / ana):
+                    assert _as_user(ben, "cat" if private.is_file() else "ls", str(private)).returncode != 0, private
+
+                with _timed("both students: Fetch Feedback -> their page"):
+                    ana_page = _fetch_feedback(ana_pg, "ana")
+                    ben_page = _fetch_feedback(ben_pg, "ben")
+            finally:
+                browser.close()
+        assert BITS.expect in ben_page and BITS.expect not in ana_page
+        for page, me, other in ((ana_page, ana, ben), (ben_page, ben, ana)):
+            assert other not in page, f"{me}'s feedback shows {other}"
+        assert re.search(r"\b2\s*/\s*7\b", ana_page) and re.search(r"\b0\s*/\s*7\b", ben_page), (ana_page[:500], ben_page[:500])
+    finally:
+        stopped = _run("-m", "lecture2_hub", "stop", "--state", str(state), cwd=ROOT, check=False)
+        for name in (ana, ben):
+            subprocess.run(["userdel", "--remove", name], capture_output=True)
+        shutil.rmtree(base_dir, ignore_errors=True)
+        print("[hub timing]", {k: round(v, 1) for k, v in TIMES.items()})
+    from lecture2_hub import control
+
+    assert stopped.returncode == 0 and not control.tagged_processes(state), stopped.stdout + stopped.stderr
