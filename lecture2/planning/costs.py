@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .. import hardware
 from . import collectives, compute
@@ -97,16 +97,23 @@ def _efficiency_override(run: Run, flops: float, gpu, kernel: str, share: float)
     return flops / (peak * run.compute_efficiency)
 
 
+_CACHE: dict[tuple, LayerCost] = {}
+
+
 def layer_cost(shape: ModelShape, run: Run, layout: Layout, moe: bool) -> LayerCost:
     """The cost of one (dense or MoE) layer for one micro-batch on one GPU of `layout` (cached on what it depends
     on: a search asks for the same layer under many pipeline and ZeRO choices)."""
-    lay = replace(layout, pp=1, zero=1, hsdp=False, virtual_stages=1, fewer_layers_at_ends=0, group=None,
-                  last_stage_layers=None, schedule="1f1b")
-    return _layer_cost(shape, replace(run, gpus=1, batch_tokens=run.seq_len, tokens=1.0, usd_per_gpu_hour=0.0,
-                                      recipe="bf16 mixed Adam", reduce_dtype="fp32", overlap=True), lay, moe)
+    key = (shape, run.cluster, run.seq_len, run.dtype, run.attention_kernel, run.dropout, run.compute_efficiency,
+           layout.tp, layout.sp, layout.cp, layout.ep, layout.micro_batch, layout.recompute, layout.tp_overlap,
+           layout.comm_sms, moe)
+    found = _CACHE.get(key)
+    if found is None:
+        if len(_CACHE) > 20000:
+            _CACHE.clear()
+        found = _CACHE[key] = _layer_cost(shape, run, layout, moe)
+    return found
 
 
-@functools.lru_cache(maxsize=4096)
 def _layer_cost(shape: ModelShape, run: Run, layout: Layout, moe: bool) -> LayerCost:
     c = hardware.cluster(run.cluster)
     gpu = c.gpu_spec

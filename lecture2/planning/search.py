@@ -17,7 +17,7 @@ from .. import hardware
 from .layout import Layout, Run
 from .plan import Plan
 from .shapes import ModelShape, check_divisible
-from .step import plan
+from .step import peak_memory, plan, usable_memory
 
 __all__ = ["Ranked", "layouts", "search"]
 
@@ -75,7 +75,8 @@ def layouts(shape: ModelShape, run: Run):
                 if seqs % d:
                     continue
                 eps = [1] if not shape.moe else [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256)
-                                                 if (d * cp) % e == 0 and shape.n_experts % e == 0]
+                                                 if (d * cp) % e == 0 and shape.n_experts % e == 0
+                                                 and e * 32 >= shape.n_experts]  # at most 32 experts a GPU
                 for split in _pipelines(shape, p):
                     for ep in eps:
                         schedules = ["1f1b"] + (["dualpipe"] if shape.moe and ep > 1 and p % 2 == 0 else [])
@@ -91,11 +92,13 @@ def layouts(shape: ModelShape, run: Run):
 
 
 def _fits(shape, run, layout) -> Plan | None:
+    """The plan of `layout` if it can exist and fits (its memory checked before anything is timed)."""
     try:
-        p = plan(shape, run, layout)
+        if peak_memory(shape, run, layout) > usable_memory(run):
+            return None
+        return plan(shape, run, layout)
     except ValueError:
         return None
-    return p if p.fits else None
 
 
 def _candidates(shape: ModelShape, run: Run):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
 
 __all__ = ["MODELS", "ModelShape", "ConfigReport", "from_config", "model"]
@@ -124,12 +125,20 @@ class ModelShape:
 
     def layer_params(self, i: int = 0, active: bool = False) -> int:
         """Parameters of layer `i`: all of them, or (`active`) those one token passes through."""
+        return self._layer_kinds[(self.is_moe_layer(i), active)]
+
+    @cached_property
+    def _layer_kinds(self) -> dict[tuple[bool, bool], int]:
+        """(MoE layer?, active only?) -> parameters of such a layer (computed once: a search asks thousands of times)."""
         attn = self._matrix_params(self.attention_matrices()) + self.layer_norm_params()
-        if not self.is_moe_layer(i):
-            return attn + self._matrix_params(self.mlp_matrices(self.d_ff))
-        expert = self._matrix_params(self.mlp_matrices(self.expert_ffn))
-        experts = (self.top_k if active else self.n_experts) + self.shared_experts
-        return attn + experts * expert + self.d_model * self.n_experts  # + the router
+        dense = attn + self._matrix_params(self.mlp_matrices(self.d_ff))
+        out = {(False, False): dense, (False, True): dense}
+        if self.moe:
+            expert = self._matrix_params(self.mlp_matrices(self.expert_ffn))
+            for active in (False, True):
+                experts = (self.top_k if active else self.n_experts) + self.shared_experts
+                out[(True, active)] = attn + experts * expert + self.d_model * self.n_experts  # + the router
+        return out
 
     def expert_params(self) -> int:
         """Parameters of one routed expert (what expert parallelism places on a GPU)."""
@@ -143,22 +152,26 @@ class ModelShape:
         return self.mtp_layers * (self.layer_params(self.n_layers - 1) + 2 * self.d_model * self.d_model
                                   + 2 * self.d_model)
 
+    @cached_property
+    def _counted(self) -> int:
+        return self.counted_params()
+
     def counted_params(self) -> int:
         heads = 1 if self.tied_embeddings else 2
         return (sum(self.layer_params(i) for i in range(self.n_layers)) + heads * self.embedding_params()
                 + self.d_model + self.mtp_params())
 
-    @property
+    @cached_property
     def scale(self) -> float:
         """1, or the round figure a preset plans with over what its shape counts (the lecture's 7e9 / 6.74e9)."""
-        return 1.0 if self.n_params_override is None else self.n_params_override / self.counted_params()
+        return 1.0 if self.n_params_override is None else self.n_params_override / self._counted
 
     @property
     def n_params(self) -> float:
         """All parameters (every expert), as a checkpoint holds them."""
         return float(self.n_params_override if self.n_params_override is not None else self.counted_params())
 
-    @property
+    @cached_property
     def n_active(self) -> float:
         """Parameters one token passes through (= n_params for a dense model)."""
         heads = 1 if self.tied_embeddings else 2
@@ -167,6 +180,10 @@ class ModelShape:
         return counted * self.scale
 
     def matmul_params(self) -> float:
+        return self._matmul
+
+    @cached_property
+    def _matmul(self) -> float:
         """Active parameters that enter a matmul: every layer's matrices (the active experts), the LM head, the MTP
         modules (which reuse the head). Norms, biases and the input embedding are not matmuls."""
         total = 0

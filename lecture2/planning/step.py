@@ -16,6 +16,7 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -65,15 +66,21 @@ def check(shape: ModelShape, run: Run, layout: Layout) -> Sizes:
         raise ValueError(f"{c.gpu_spec.full_name} 没有 FP8 tensor core (no FP8 on this GPU): use bf16 GEMMs")
     if c.gpu_spec.arch == "ampere" and run.attention_kernel == "flash3":
         raise ValueError("FlashAttention-3 只在 Hopper 上 (flash3 needs Hopper)")
-    counts = schedule.stage_layers(shape.n_layers, p, layout.fewer_layers_at_ends, last=layout.last_stage_layers)
+    counts, moe_counts = _split(shape, p, layout.fewer_layers_at_ends, layout.last_stage_layers)
     if v > min(c_ for c_ in counts if c_) or (0 in counts[:-1]):
         raise ValueError(f"virtual_stages={v} 多于一段的层数 {min(counts)} (more virtual stages than a stage's layers)")
-    first = 0
-    moe_counts = []
+    return Sizes(d, m, counts, moe_counts, {"tp": t, "cp": cp, "dp": d, "pp": p})
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(shape: ModelShape, p: int, fewer: int, last: int | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(layers, MoE layers) of each stage."""
+    counts = schedule.stage_layers(shape.n_layers, p, fewer, last=last)
+    first, moe_counts = 0, []
     for n in counts:
         moe_counts.append(sum(shape.is_moe_layer(i) for i in range(first, first + n)))
         first += n
-    return Sizes(d, m, tuple(counts), tuple(moe_counts), {"tp": t, "cp": cp, "dp": d, "pp": p})
+    return tuple(counts), tuple(moe_counts)
 
 
 def stage_params(shape: ModelShape, layout: Layout, sizes: Sizes, i: int) -> tuple[float, float]:
@@ -277,15 +284,30 @@ def flops_per_step(shape: ModelShape, run: Run, layout: Layout) -> tuple[float, 
     return model * tokens, executed * tokens
 
 
+def _stages(p: int) -> list[int]:
+    """The stages that can be the fullest or the slowest: the first two and the last (the middle ones hold the same
+    layers as stage 1 or fewer, the remainder going to the earlier ones, and keep fewer micro-batches in flight)."""
+    return sorted({0, 1, p - 1} & set(range(p)))
+
+
+def peak_memory(shape: ModelShape, run: Run, layout: Layout) -> float:
+    """Bytes the fullest GPU of `layout` holds (no timing: what a search checks first); ValueError if it cannot be."""
+    sizes = check(shape, run, layout)
+    return max(stage_memory(shape, run, layout, sizes, i)["total"] for i in _stages(layout.pp))
+
+
+def usable_memory(run: Run) -> float:
+    """What the device reports, less the driver's reservation (bytes)."""
+    return float(hardware.cluster(run.cluster).gpu_spec.memory_bytes - memory.DRIVER_RESERVED)
+
+
 def plan(shape: ModelShape, run: Run, layout: Layout) -> Plan:
     """Memory, communication, time, MFU and HFU of training `shape` as `run` says, laid out as `layout`."""
     c = hardware.cluster(run.cluster)
     gpu = c.gpu_spec
     sizes = check(shape, run, layout)
     p, m, v = layout.pp, sizes.micro_batches, layout.virtual_stages
-    # the fullest and the slowest stage are among the first two and the last: the middle stages hold the same layers
-    # as stage 1 or fewer (the remainder goes to the earlier ones) and keep fewer micro-batches in flight
-    which = sorted({0, 1, p - 1} & set(range(p)))
+    which = _stages(p)
     stages = {i: stage_memory(shape, run, layout, sizes, i) for i in which}
     fullest = max(which, key=lambda i: stages[i]["total"])
     times = {i: stage_time(shape, run, layout, sizes, i) for i in which}
@@ -327,7 +349,7 @@ def plan(shape: ModelShape, run: Run, layout: Layout) -> Plan:
     model_flops, executed = flops_per_step(shape, run, layout)
     notes = _notes(shape, run, layout, gpu)
     return Plan(shape, run, layout, sizes.dp, m, stages[fullest], "only" if p == 1 else f"{fullest} of {p}",
-                float(gpu.memory_bytes - memory.DRIVER_RESERVED), comm, compute_parts, bubble, optimizer_s, step_s,
+                usable_memory(run), comm, compute_parts, bubble, optimizer_s, step_s,
                 model_flops, executed, gpu.peak_flops("bf16"), notes)
 
 
