@@ -87,6 +87,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if not out.parent.is_dir():
         args.parser.error(f"--out: directory {str(out.parent)!r} does not exist (create it first)")
     command = "python -m lecture2 " + " ".join(args.argv)
+    if args.gemm_only:
+        result = profile.gemm_only(command=command)
+        profile.save(result, out)
+        print(f"wrote {out}: transformer GEMM shapes in {result['made']['seconds']:.0f} s")
+        return 0
     result = profile.run(compile_model=False if args.no_compile else None, command=command)
     profile.save(result, out)
     print(profile.summary(result))
@@ -109,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example: python -m lecture2 profile --out lecture2/profiles/h200.json")
     prof.add_argument("--out", required=True, metavar="FILE.json", help="where to write the profile (JSON)")
     prof.add_argument("--no-compile", action="store_true", help="skip the torch.compile'd step (CUDA only)")
+    prof.add_argument("--gemm-only", action="store_true",
+                      help="measure only the transformer GEMM shapes the planner's efficiency is fitted to")
     prof.set_defaults(func=cmd_profile, parser=prof)
     return parser
 
