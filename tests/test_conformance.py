@@ -134,7 +134,7 @@ def test_docs_print_the_calculators_numbers():
     """Finding 6: docs/planning.md states the CLI's $0.0000737 per 1K tokens (the lecture's $0.0000735 is its $147k
     rounded) and compares the ZeRO-3 step with the planner's own DP traffic, not one micro-batch's."""
     docs = (Path(__file__).resolve().parent.parent / "docs" / "planning.md").read_text()
-    assert "$0.0000737" in docs and "41.8 GB" not in docs
+    assert "$0.0000737" in docs and "214.4" not in docs and "223.1 GB" in docs
 
 
 def test_llama3_405b_parameter_count():
