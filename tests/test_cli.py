@@ -80,7 +80,8 @@ def test_estimate_model_json_has_the_plan(capsys):
 def test_estimate_search_prints_the_fastest_that_fit_with_their_losses(capsys):
     """Does --search print a numbered list of layouts that fit, each with what it loses to the best, then the report
     of the first?"""
-    assert cli.main(["estimate", "--model", "llama2-7b", "--gpus", "64", "--tokens", "1e12", "--search", "--top", "3"]) == 0
+    assert cli.main(["estimate", "--model", "llama3-405b", "--gpus", "16384", "--seq", "8192", "--global-batch", "2048",
+                     "--tokens", "15.6e12", "--search", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert "The 3 fastest layouts" in out and "  1. TP" in out and "[the best]" in out and "  3. TP" in out
     assert "%: " in out.split("  3. TP")[1].splitlines()[0]
