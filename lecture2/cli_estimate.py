@@ -35,6 +35,8 @@ EXAMPLES = {
     "--search": "--model llama3-70b --gpus 1024 --search", "--recompute": "--recompute selective",
     "--fewer-layers-at-ends": "--fewer-layers-at-ends 1", "--last-stage-layers": "--last-stage-layers 2",
     "--comm-sms": "--comm-sms 20", "--gemm": "--gemm fp8", "--attention": "--attention flash3",
+    "--mlp": "--mlp swiglu", "--schedule": "--schedule 1f1b", "--recipe": '--recipe "bf16 mixed Adam"',
+    "--reduce-dtype": "--reduce-dtype fp32", "--activations": "--activations course",
 }
 
 

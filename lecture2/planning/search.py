@@ -114,13 +114,10 @@ def _candidates(shape: ModelShape, run: Run):
             yield first
             if lay.pp == 1 or lay.schedule == "dualpipe":
                 continue
-            for v in range(2, shape.n_layers // lay.pp + 1):
-                nxt = _fits(shape, run, replace(lay, virtual_stages=v))
-                if nxt is None:
-                    if v > 2:
-                        break  # more chunks only keep more in flight
-                    continue
-                yield nxt
+            for v in range(2, shape.n_layers // lay.pp + 1):  # in flight at stage 0: p + (p - 1)/v micro-batches
+                nxt = _fits(shape, run, replace(lay, virtual_stages=v))  # (capped at m): fewer as v grows
+                if nxt is not None:
+                    yield nxt
 
 
 def _why(p: Plan, best: Plan) -> str:
