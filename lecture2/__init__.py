@@ -18,11 +18,13 @@ Modules, one job each:
               and collectives issued per rank under DDP, ZeroRedundancyOptimizer, FSDP2 and lecture2.zero
     zero      the paper's ZeRO stages 0-3 written out on flat buffers (run by lecture2.distributed's workers)
     parallel  Megatron-style tensor parallelism of the course's block (column/row-parallel layers)
-    network   collectives as NCCL runs them: bus bandwidth within and across nodes, latency, overlap
-    planner   a training run planned with TP × PP × DP (ZeRO, SP, micro-batches, the bubble): memory, time, MFU
-    cli       `python -m lecture2 ...`
+    network   ring collectives at the measured bus bandwidth within and across nodes, latency; the α-β fit
+    planner   a training run planned on a cluster (TP, CP, PP, DP with ZeRO, EP, FP8): memory, the step as named
+              parts from measured kernel and NCCL figures, MFU, HFU; the search; published runs beside it
+    planning  the planner's parts: shapes (config.json), compute, collectives, schedule, memory, costs, step, search
+    cli       `python -m lecture2 ...` (cli_estimate: the estimate command)
 
-distributed, zero, parallel, network and planner are imported on use (`from lecture2 import distributed`), not here: `import lecture2`
+distributed, zero, parallel, network, planner and planning are imported on use (`from lecture2 import distributed`), not here: `import lecture2`
 stays light, and `python -m lecture2.distributed` (a worker) starts clean.
 """
 from . import checks, estimate, fmt, hardware, measure, models, training_state

@@ -220,7 +220,7 @@ def kind_of(target) -> dict:
 
 # ---- lecture2's own calculator and engines, switched off while an answer that must not use them runs
 
-CALCULATOR = ("lecture2.estimate", "lecture2.planner", "lecture2.network", "lecture2.parallel")
+CALCULATOR = ("lecture2.estimate", "lecture2.planner", "lecture2.planning", "lecture2.network", "lecture2.parallel")
 OFF = "lecture2 instrument switched off"  # what a switched-off function raises (RuntimeError)
 
 
@@ -236,7 +236,7 @@ def instruments_off(module_names: tuple[str, ...] = CALCULATOR) -> Iterator[None
     student to write. Restored afterwards."""
     swapped = []
     try:
-        for name in module_names:
+        for name in _with_submodules(module_names):
             if not name.startswith("lecture2."):
                 raise ValueError(f"only lecture2's modules are switched off, not {name!r}")
             module = importlib.import_module(name)
@@ -250,6 +250,20 @@ def instruments_off(module_names: tuple[str, ...] = CALCULATOR) -> Iterator[None
     finally:
         for f, code in swapped:
             f.__code__ = code
+
+
+def _with_submodules(module_names: tuple[str, ...]) -> list[str]:
+    """The modules named, a package standing for all of its modules (lecture2.planning: the planner's parts)."""
+    import pkgutil
+
+    out = []
+    for name in module_names:
+        out.append(name)
+        if name.startswith("lecture2."):
+            module = importlib.import_module(name)
+            if hasattr(module, "__path__"):
+                out += [f"{name}.{info.name}" for info in pkgutil.iter_modules(module.__path__)]
+    return out
 
 
 @observer

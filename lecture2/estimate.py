@@ -111,6 +111,8 @@ MEMORY_RECIPES: dict[str, MemoryRecipe] = {r.name: r for r in [
     MemoryRecipe("fp32 Adam", 4, 4, 8, "fp32 weights and grads, Adam m and v in fp32"),
     MemoryRecipe("bf16 mixed Adam", 2, 2, 12, "lecture §4.1: bf16 weights/grads; fp32 master + m + v"),
     MemoryRecipe("bf16 mixed Adam, fp32 grads", 2, 4, 12, "the 18N convention: gradients accumulated in fp32"),
+    MemoryRecipe("bf16 mixed Adam, bf16 moments", 2, 4, 8,
+                 "DeepSeek-V3 §3.3.3: fp32 master weights and gradients, AdamW's moments in bf16"),
     MemoryRecipe("fp32 SGD momentum", 4, 4, 4, "one fp32 momentum buffer"),
     MemoryRecipe("fp32 SGD", 4, 4, 0, "plain SGD keeps no state"),
     MemoryRecipe("bf16 SGD", 2, 2, 0, "lecture §4.1: params and grads only, 4N"),
@@ -175,7 +177,8 @@ _FFNS = ("gelu", "swiglu")
 
 def activation_terms(seq_len: int, micro_batch: int, d_model: int, n_heads: int, *, d_ff: int | None = None,
                      ffn: str = "gelu", kv_heads: int | None = None, dtype_bytes: int = 2, tp: int = 1,
-                     sp: bool = False, recompute: str = "none", norm_kernel: str = "cuda") -> dict[str, float]:
+                     sp: bool = False, recompute: str = "none", norm_kernel: str = "cuda",
+                     mlp_kernel: str = "eager") -> dict[str, float]:
     """Bytes autograd keeps for backward in one pre-norm Transformer layer, tensor by tensor, as notebook 06
     counts them (its exercises 4-5, checked there byte for byte against `measure.saved_bytes`): fused attention
     (FlashAttention keeps q, k, v, its output and one fp32 log-sum-exp per row and head, never the T x T matrix),
@@ -189,7 +192,9 @@ def activation_terms(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
         attention out    h·p (the output projection's input)
         log-sum-exp      n_heads · 4
         FFN              gelu: up output and GELU output, 2·f·p; swiglu: gate, up, silu(gate) and their
-                         product, 4·f·p
+                         product, 4·f·p, as PyTorch's eager module keeps them (mlp_kernel="eager", measured in
+                         tests/test_estimate.py); a fused SwiGLU (mlp_kernel="fused": Megatron's bias_swiglu, Transformer
+                         Engine) keeps its input [gate | up] and the product, 3·f·p, recomputing silu(gate) in backward
     Tensor parallelism (tp = t) divides what lies between a column- and a row-parallel layer (q, k, v, attention
     out, log-sum-exp, FFN) by t; the norms' tensors stay whole on every rank unless sequence parallelism (sp)
     divides them along the sequence too (Korthikanti et al. 2022, §4.2.2: the linear layers keep their input
@@ -210,6 +215,8 @@ def activation_terms(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
         raise ValueError(f"recompute 应是 {RECOMPUTE} 之一, 得到 {recompute!r}")
     if norm_kernel not in ("cuda", "cpu"):
         raise ValueError(f"norm_kernel 应是 'cuda' 或 'cpu', 得到 {norm_kernel!r}")
+    if mlp_kernel not in ("eager", "fused"):
+        raise ValueError(f"mlp_kernel 应是 'eager' 或 'fused', 得到 {mlp_kernel!r}")
     if h % a or a % kv:
         raise ValueError(f"d_model ({h}) 要被 n_heads ({a}) 整除, n_heads 要被 kv_heads ({kv}) 整除")
     tokens = s * b
@@ -224,7 +231,7 @@ def activation_terms(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
         "q, k, v": tokens * (h + kv_width) * p / t,
         "attention output": tokens * h * p / t,
         "log-sum-exp (fp32)": tokens * a * 4 / t,
-        "FFN": tokens * (2 if ffn == "gelu" else 4) * f * p / t,
+        "FFN": tokens * (2 if ffn == "gelu" else 3 if mlp_kernel == "fused" else 4) * f * p / t,
     }
     return terms
 

@@ -53,6 +53,8 @@ class GPUSpec:
     bandwidth_bytes_per_s: float
     source: str
     memory_source: str
+    arch: str = ""  # "ampere", "hopper", ...: which measured kernel efficiencies apply (lecture2.planning.compute)
+    sms: int = 0  # streaming multiprocessors (the datasheet's count): GEMM tiles are scheduled in waves of them
 
     def peak_flops(self, dtype: torch.dtype | str) -> float:
         """Dense peak in FLOP/s for `dtype` (a torch dtype or one of DTYPES)."""
@@ -63,9 +65,9 @@ class GPUSpec:
         return self.peak[key]
 
 
-def _spec(name, full_name, memory_mib, memory_source, bandwidth_gbs, source, **tflops) -> GPUSpec:
+def _spec(name, full_name, memory_mib, memory_source, bandwidth_gbs, source, arch="", sms=0, **tflops) -> GPUSpec:
     return GPUSpec(name, full_name, {k: v * T for k, v in tflops.items()}, memory_mib * MiB, bandwidth_gbs * GB,
-                   source, memory_source)
+                   source, memory_source, arch, sms)
 
 
 _SMI = "nvidia-smi memory.total"
@@ -79,28 +81,38 @@ GPUS: dict[str, GPUSpec] = {s.name: s for s in [
     _spec("v100", "NVIDIA V100 SXM2 32GB", 32_768, f"{_SMI} of a Tesla V100-SXM2-32GB",
           900, "NVIDIA V100 Tensor Core GPU datasheet",
           fp32=15.7, fp16=125),
-    # NVIDIA A100 datasheet (SXM 80GB): fp32 19.5, TF32 156, BF16/FP16 312 (dense; 624 with sparsity).
+    # NVIDIA A100 datasheet (SXM 80GB): fp32 19.5, TF32 156, BF16/FP16 312 (dense; 624 with sparsity); 108 SMs
+    # (NVIDIA A100 Tensor Core GPU Architecture whitepaper). "a100-80gb" names the same row.
     _spec("a100", "NVIDIA A100 SXM4 80GB", 81_920, f"{_SMI} of an NVIDIA A100-SXM4-80GB",
-          2039, "NVIDIA A100 Tensor Core GPU datasheet",
+          2039, "NVIDIA A100 Tensor Core GPU datasheet", arch="ampere", sms=108,
+          fp32=19.5, tf32=156, bf16=312, fp16=312),
+    # Same datasheet, SXM 40GB column: the same compute, 40 GB HBM2 at 1,555 GB/s; nvidia-smi reports 40,960 MiB.
+    _spec("a100-40gb", "NVIDIA A100 SXM4 40GB", 40_960, f"{_SMI} of an NVIDIA A100-SXM4-40GB (40,960 MiB = 40 GiB)",
+          1555, "NVIDIA A100 Tensor Core GPU datasheet (SXM 40GB)", arch="ampere", sms=108,
           fp32=19.5, tf32=156, bf16=312, fp16=312),
     # NVIDIA H100 datasheet, SXM column: fp32 67, TF32 494.7, BF16/FP16 989.4, FP8 1978.9 (the sheet
     # prints 989/1979/3958 *with sparsity*; dense is half).
     _spec("h100-sxm", "NVIDIA H100 SXM5 80GB", 81_559, f"{_SMI} of an NVIDIA H100 80GB HBM3",
-          3350, "NVIDIA H100 Tensor Core GPU datasheet (SXM)",
+          3350, "NVIDIA H100 Tensor Core GPU datasheet (SXM)", arch="hopper", sms=132,
+          fp32=67, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9),
+    # NVIDIA H800 SXM5 (the export variant DeepSeek-V3 trained on): the H100 SXM5's compute, memory and 132 SMs with
+    # NVLink cut to 400 GB/s per GPU (H800 product brief; DeepSeek-V3 technical report, §3.1). Memory as the H100's.
+    _spec("h800", "NVIDIA H800 SXM5 80GB", 81_559, f"{_SMI} of an NVIDIA H100 80GB HBM3 (the H800 is the same part)",
+          3350, "NVIDIA H800 product brief (H100 SXM5 compute, NVLink 400 GB/s)", arch="hopper", sms=132,
           fp32=67, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9),
     # Same datasheet, PCIe column: fp32 51, TF32 378, BF16/FP16 756, FP8 1513 (dense).
     _spec("h100-pcie", "NVIDIA H100 PCIe 80GB", 81_559, f"{_SMI} of an NVIDIA H100 PCIe",
-          2000, "NVIDIA H100 Tensor Core GPU datasheet (PCIe)",
+          2000, "NVIDIA H100 Tensor Core GPU datasheet (PCIe)", arch="hopper", sms=114,
           fp32=51, tf32=378, bf16=756, fp16=756, fp8=1513),
     # NVIDIA H200 datasheet (SXM): the H100's compute with 141 GB HBM3e at 4.8 TB/s.
     # Memory read on the course's GPU machine (2026-11-30): nvidia-smi total 143,771 MiB, reserved 616 MiB;
     # torch.cuda.get_device_properties(0).total_memory 150,109,880,320 B (= total - reserved).
     _spec("h200", "NVIDIA H200 SXM 141GB", 143_771, f"{_SMI} of an NVIDIA H200 (the course's GPU machine)",
-          4800, "NVIDIA H200 Tensor Core GPU datasheet (SXM)",
+          4800, "NVIDIA H200 Tensor Core GPU datasheet (SXM)", arch="hopper", sms=132,
           fp32=67, tf32=494.7, bf16=989.4, fp16=989.4, fp8=1978.9),
     # NVIDIA HGX B200 datasheet, per GPU at 1000 W: fp32 80, TF32 1100, BF16/FP16 2250, FP8 4500 (dense).
     _spec("b200", "NVIDIA B200 (HGX) 180GB", 183_359, f"{_SMI} of an NVIDIA B200",
-          8000, "NVIDIA HGX B200 datasheet, per GPU",
+          8000, "NVIDIA HGX B200 datasheet, per GPU", arch="blackwell", sms=148,
           fp32=80, tf32=1100, bf16=2250, fp16=2250, fp8=4500),
     # NVIDIA L4 datasheet: fp32 30.3, TF32 60, BF16/FP16 121, FP8 242.5 (dense; sheet prints sparse x2).
     _spec("l4", "NVIDIA L4 24GB", 23_034, f"{_SMI} of an NVIDIA L4", 300, "NVIDIA L4 Tensor Core GPU datasheet",
@@ -128,7 +140,8 @@ GPUS: dict[str, GPUSpec] = {s.name: s for s in [
 _DEVICE_NAME_RULES: list[tuple[tuple[str, ...], str | None]] = [
     (("h100",), "h100-sxm"), (("h100", "pcie"), "h100-pcie"), (("h100", "nvl"), None),
     (("h200",), "h200"), (("h200", "nvl"), None), (("b200",), "b200"),
-    (("a100",), "a100"), (("a100", "40gb"), None), (("v100",), "v100"), (("v100", "16gb"), None),
+    (("a100",), "a100"), (("a100", "40gb"), "a100-40gb"), (("v100",), "v100"), (("v100", "16gb"), None),
+    (("h800",), "h800"),
     (("l4",), "l4"), (("l40s",), "l40s"), (("l40",), None), (("4090",), "rtx4090"),
     (("mi300x",), "mi300x"),
 ]
@@ -146,6 +159,9 @@ class UnknownGPU(KeyError):
         return str(self.args[0])
 
 
+_GPU_ALIASES = {"a100-80gb": "a100"}  # another name of a row, never a second row
+
+
 def known_gpus() -> list[str]:
     """The names `gpu()` accepts."""
     return list(GPUS)
@@ -156,6 +172,7 @@ def gpu(name: str) -> GPUSpec:
     if not isinstance(name, str):
         raise TypeError(f"GPU 名称应是字符串 (str), 得到 {type(name).__name__}; known: {', '.join(GPUS)}")
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    key = _GPU_ALIASES.get(key, key)
     if key not in GPUS:
         raise UnknownGPU(f"未知的 GPU (unknown GPU) {name!r}; known GPUs: {', '.join(GPUS)}")
     return GPUS[key]
@@ -389,19 +406,29 @@ def device_summary(device: str | None = None) -> dict:
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """One kind of GPU node, as its datasheet states it. Bandwidths are bytes/s **per direction**: NVIDIA quotes
-    NVLink as the bidirectional total per GPU (H100: "900 GB/s") and NICs in Gb/s per port, one direction
-    (ConnectX-7: 400 Gb/s = 50 GB/s). A collective's bus bandwidth is limited by what one GPU sends, so the
-    per-direction figure is the one that counts (`lecture2.network`)."""
+    """One kind of GPU node, as its datasheet states it, with the bus bandwidths NCCL is measured to reach on it.
+
+    Bandwidths are bytes/s **per direction**: NVIDIA quotes NVLink as the bidirectional total per GPU (H100:
+    "900 GB/s") and NICs in Gb/s per port, one direction (ConnectX-7: 400 Gb/s = 50 GB/s). A collective's bus
+    bandwidth is limited by what one GPU sends, so the per-direction figure is the one that counts.
+
+    The link rate is not what a collective gets: nccl-tests' bus bandwidth (`busbw`, PERFORMANCE.md) on the real
+    machine is about 80% of NVLink's rate (protocol overhead) and 92-96% of a NIC's. `ring_busbw_bytes_per_s`,
+    `nvls_busbw_bytes_per_s` and `nic_busbw_bytes_per_s` are those measured figures, `measured` says where each was
+    read; lecture2.network and lecture2.planning.collectives time collectives with them."""
 
     name: str
     full_name: str
     gpu: str  # a key of GPUS
     gpus_per_node: int
-    nvlink_bytes_per_s: float  # per GPU, one direction, through the NVSwitch fabric
+    nvlink_bytes_per_s: float  # per GPU, one direction, through the NVSwitch fabric (datasheet)
     nics_per_node: int  # compute-fabric NICs (storage/management ports not counted)
-    nic_bytes_per_s: float  # per NIC, one direction
+    nic_bytes_per_s: float  # per NIC, one direction (datasheet)
     source: str
+    ring_busbw_bytes_per_s: float = 0.0  # nccl-tests busbw of a ring collective inside one node (measured)
+    nvls_busbw_bytes_per_s: float = 0.0  # nccl-tests busbw of an NVLink SHARP all-reduce in one node; 0: no NVLS
+    nic_busbw_bytes_per_s: float = 0.0  # what one NIC carries in an inter-node ring (measured per NIC)
+    measured: str = ""
 
     @property
     def nic_bytes_per_s_per_gpu(self) -> float:
@@ -409,27 +436,61 @@ class ClusterSpec:
         return self.nics_per_node * self.nic_bytes_per_s / self.gpus_per_node
 
     @property
+    def nic_busbw_per_gpu(self) -> float:
+        """The measured counterpart of `nic_bytes_per_s_per_gpu`: NICs x measured busbw per NIC / GPUs per node."""
+        return self.nics_per_node * self.nic_busbw_bytes_per_s / self.gpus_per_node
+
+    @property
     def gpu_spec(self) -> GPUSpec:
         return GPUS[self.gpu]
 
 
-def _node(name, full_name, gpu_name, gpus, nvlink_bidirectional_gbs, nics, nic_gbit, source) -> ClusterSpec:
+def _node(name, full_name, gpu_name, gpus, nvlink_bidirectional_gbs, nics, nic_gbit, source, *, ring_busbw_gbs,
+          nvls_busbw_gbs, nic_busbw_gbs, measured) -> ClusterSpec:
     return ClusterSpec(name, full_name, gpu_name, gpus, nvlink_bidirectional_gbs / 2 * GB, nics, nic_gbit / 8 * GB,
-                       source)
+                       source, ring_busbw_gbs * GB, nvls_busbw_gbs * GB, nic_busbw_gbs * GB, measured)
 
 
+# Measured bus bandwidths (nccl-tests busbw, large messages):
+#   H100 NVLink: "450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth
+#     of 370GB/s ... running with NCCL_ALGO=RING"; NVLink SHARP all-reduce on 8 GPUs "a peak busBw of ~480GB/s (algbw
+#     ~275GB/s)" (NCCL maintainer, NVIDIA/nccl-tests issue #212, 2024); 476 GB/s measured in nccl-tests #290 (2025).
+#   NDR 400 Gb/s InfiniBand: "For NDR @ 400Gbps you should see 46-48GB/s per NIC" (NVIDIA, nccl-tests #290): 47.
+#   A100 NVLink: 232.5 GB/s all-reduce busbw on one 8 x A100 SXM4 node (nccl-tests issue #175, 2023), 78% of 300.
+#   HDR 200 Gb/s: not measured here; NDR's measured 94% of the link rate, 23.5 of 25 GB/s.
+#   H800 NVLink (400 GB/s bidirectional): "NVLink offers a bandwidth of 160 GB/s" (DeepSeek-V3 technical report,
+#     §3.2.2), and an NVLS all-reduce busBW of 215 GB/s on 8 x H800 (NVIDIA/nccl issue #1374, 2024).
+#   B200 NVLink 5: not measured here; H100's measured 82% of the line rate (740 of 900 GB/s), NVLS as H100's ratio.
+_H100_NET = "nccl-tests #212 (NVLink ring 370, NVLS 480 GB/s), #290 (NDR 47 GB/s per NIC)"
 # fmt: off
 CLUSTERS: dict[str, ClusterSpec] = {c.name: c for c in [
     # NVIDIA DGX A100 datasheet: 8x A100 SXM4 80GB, NVLink 3 600 GB/s per GPU (bidirectional) through 6 NVSwitches,
     # 8x single-port ConnectX-6 HDR 200 Gb/s InfiniBand for the compute fabric (+ 2 dual-port for storage).
-    _node("dgx-a100", "NVIDIA DGX A100 (8 GPUs)", "a100", 8, 600, 8, 200, "NVIDIA DGX A100 datasheet"),
+    # Selene (Megatron-LM's and MT-NLG's cluster) is built of these nodes.
+    _node("dgx-a100", "NVIDIA DGX A100 (8 GPUs)", "a100", 8, 600, 8, 200, "NVIDIA DGX A100 datasheet",
+          ring_busbw_gbs=232.5, nvls_busbw_gbs=0, nic_busbw_gbs=23.5,
+          measured="nccl-tests #175 (A100 NVLink 232.5 GB/s); HDR at NDR's measured 94%"),
+    # The DGX A100 40GB variant of the same datasheet: 8x A100 SXM4 40GB, the same NVLink and NICs.
+    _node("dgx-a100-40gb", "NVIDIA DGX A100 40GB (8 GPUs)", "a100-40gb", 8, 600, 8, 200,
+          "NVIDIA DGX A100 datasheet (40GB system)", ring_busbw_gbs=232.5, nvls_busbw_gbs=0, nic_busbw_gbs=23.5,
+          measured="nccl-tests #175 (A100 NVLink 232.5 GB/s); HDR at NDR's measured 94%"),
     # NVIDIA DGX H100 datasheet: 8x H100 SXM5 80GB, NVLink 4 900 GB/s per GPU (18 links x 50 GB/s, bidirectional)
     # through 4 NVSwitches, 8x ConnectX-7 400 Gb/s (4 OSFP ports, one NIC per GPU) for the compute fabric.
-    _node("dgx-h100", "NVIDIA DGX H100 (8 GPUs)", "h100-sxm", 8, 900, 8, 400, "NVIDIA DGX H100 datasheet"),
+    _node("dgx-h100", "NVIDIA DGX H100 (8 GPUs)", "h100-sxm", 8, 900, 8, 400, "NVIDIA DGX H100 datasheet",
+          ring_busbw_gbs=370, nvls_busbw_gbs=480, nic_busbw_gbs=47, measured=_H100_NET),
     # NVIDIA DGX H200 datasheet: the DGX H100's NVLink and ConnectX-7 fabric with H200 GPUs (141 GB HBM3e).
-    _node("dgx-h200", "NVIDIA DGX H200 (8 GPUs)", "h200", 8, 900, 8, 400, "NVIDIA DGX H200 datasheet"),
+    _node("dgx-h200", "NVIDIA DGX H200 (8 GPUs)", "h200", 8, 900, 8, 400, "NVIDIA DGX H200 datasheet",
+          ring_busbw_gbs=370, nvls_busbw_gbs=475, nic_busbw_gbs=47,
+          measured="nccl-tests #272 (8 x H200 NVLS all-reduce 475 GB/s); #212, #290 as the H100's"),
+    # An HGX H800 node as DeepSeek-V3 describes its cluster (technical report §3.1): 8 GPUs on NVLink/NVSwitch
+    # (400 GB/s bidirectional per GPU), InfiniBand between nodes, one 400 Gb/s ConnectX-7 per GPU ("IB (50 GB/s)").
+    _node("hgx-h800", "NVIDIA HGX H800 (8 GPUs)", "h800", 8, 400, 8, 400,
+          "DeepSeek-V3 technical report §3.1-3.2; NVIDIA H800 product brief", ring_busbw_gbs=160, nvls_busbw_gbs=215,
+          nic_busbw_gbs=47, measured="DeepSeek-V3 §3.2.2 (NVLink 160 GB/s), NVIDIA/nccl #1374 (NVLS 215 GB/s), #290"),
     # NVIDIA DGX B200 datasheet: 8x B200, NVLink 5 1.8 TB/s per GPU (bidirectional), 8x ConnectX-7 400 Gb/s.
-    _node("dgx-b200", "NVIDIA DGX B200 (8 GPUs)", "b200", 8, 1800, 8, 400, "NVIDIA DGX B200 datasheet"),
+    _node("dgx-b200", "NVIDIA DGX B200 (8 GPUs)", "b200", 8, 1800, 8, 400, "NVIDIA DGX B200 datasheet",
+          ring_busbw_gbs=740, nvls_busbw_gbs=960, nic_busbw_gbs=47,
+          measured="not measured here: H100's measured fractions of the line rate (82% ring, NVLS 480/450)"),
 ]}
 # fmt: on
 

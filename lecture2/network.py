@@ -1,4 +1,6 @@
-"""How long a collective takes on a cluster: NCCL's bus bandwidth and latency, as NCCL itself models them.
+"""How long a ring collective takes on a cluster: NCCL's bus bandwidth and latency, as NCCL itself models them
+(NCCL 2.23.4's src/graph/tuning.cc, the same version lecture2.planning.collectives models; that module also picks the
+algorithm NCCL would run instead of the ring: tree, NVLS, PAT).
 
     seconds = latency + S × factor / bus bandwidth
 
@@ -10,19 +12,22 @@ the factor being what one rank of a ring sends per byte of S,
 
 so that bus bandwidth is a property of the links, the same for every n, and comparable with a datasheet.
 
-Bus bandwidth of a group of n ranks, r of them on each of N nodes (`link`):
-    N = 1   the GPU's NVLink bandwidth (one direction; an NVSwitch node lets every GPU send at once)
-    N > 1   min(NVLink, r × the node's NIC bandwidth per GPU). NCCL builds one ring channel per NIC; each channel
+Bus bandwidth of a group of n ranks, r of them on each of N nodes (`link`), from what nccl-tests measures on the
+cluster's nodes (lecture2.hardware.CLUSTERS: about 80% of NVLink's line rate, 94% of a NIC's), not the datasheet:
+    N = 1   the measured NVLink ring bus bandwidth (H100: 370 of 450 GB/s per direction)
+    N > 1   min(that, r × the measured NIC bandwidth per GPU). NCCL builds one ring channel per NIC; each channel
             enters and leaves a node once, so in a ring over whole nodes the node's NICs together carry what one
             rank sends, and bus bandwidth grows with the NICs per node (NVIDIA/nccl issues #412, #652, #687: a
-            DGX H100 with 8 x 400 Gb/s reaches about 8 x 50 GB/s, not one NIC's 50). A group with one rank per
-            node (the data-parallel group of a TP = 8 layout) gets that rank's own NIC.
+            DGX H100 with 8 x 400 Gb/s NICs of 47 GB/s measured each reaches 8 x 47 GB/s, capped by NVLink's 370,
+            not one NIC's 47). A group with one rank per node (the data-parallel group of a TP = 8 layout) gets
+            that rank's own NIC.
 
 Latency (NCCL's own tuning model, src/graph/tuning.cc, ring algorithm, Simple protocol, the one large messages
 use): 8.4 µs per call, plus 3.4 µs for each ring step inside a node and 14 µs for each step that crosses nodes;
 an all-reduce has 2(n-1) steps of which 2(N-1) cross nodes, an all-gather or reduce-scatter n-1 of which N-1.
-NCCL multiplies a multi-node ring all-reduce's latency by 1.9 for large messages ("plateau effect of ring"); so
-does this model. A bucketed engine (DDP, FSDP's units) pays the latency once per bucket or unit.
+NCCL multiplies a multi-node ring all-reduce's latency by 1.4 on Ampere and newer GPUs (1.9 on Volta) for large
+messages ("plateau effect of ring", tuning.cc since 2.19); so does this model. A bucketed engine (DDP, FSDP's units)
+pays the latency once per bucket or unit.
 
 Hierarchical collectives (`hierarchical_all_reduce_seconds`): reduce-scatter inside each node over NVLink,
 all-reduce of each GPU's 1/r across nodes over its share of the NICs, all-gather inside the node; the three
@@ -39,14 +44,16 @@ from dataclasses import dataclass
 
 from .hardware import ClusterSpec
 
-__all__ = ["NCCL_BASE_LATENCY_S", "NCCL_NET_STEP_S", "NCCL_NVLINK_STEP_S", "OPS", "Fit", "Link", "bus_factor",
+__all__ = ["NCCL_BASE_LATENCY_S", "NCCL_NET_STEP_S", "NCCL_NVLINK_STEP_S", "NCCL_VERSION", "OPS", "Fit", "Link", "bus_factor",
            "collective_seconds", "fit", "hierarchical_all_reduce_seconds", "latency_seconds", "link", "ring_steps"]
 
-# NCCL src/graph/tuning.cc (2.2x): baseLat[Ring][Simple] and hwLat[NVLINK|NET][Ring][Simple], in µs
+# NCCL src/graph/tuning.cc (v2.23.4): baseLat[Ring][Simple] and hwLat[NVLINK|NET][Ring][Simple], in µs
 NCCL_BASE_LATENCY_S = 8.4e-6
 NCCL_NVLINK_STEP_S = 3.4e-6
 NCCL_NET_STEP_S = 14.0e-6
-NCCL_RING_PLATEAU = 1.9  # ncclTopoGetAlgoTime: multi-node ring all-reduce of large messages
+NCCL_VERSION = "2.23.4"
+NCCL_RING_PLATEAU = 1.4  # ncclTopoGetAlgoTime: multi-node ring all-reduce of large messages, compute capability >= 8.0
+NCCL_RING_PLATEAU_VOLTA = 1.9  # the same before Ampere (and in every NCCL before 2.19)
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "send")
 
@@ -114,14 +121,17 @@ def link(cluster: ClusterSpec, ranks: int, ranks_per_node: int | None = None) ->
         raise ValueError(f"ranks_per_node={r} 不行: 每个节点最多 {g} 个 GPU, 且要整除 ranks={ranks}")
     nodes = ranks // r
     if nodes == 1:
-        bus = cluster.nvlink_bytes_per_s
-        name = f"{ranks} GPUs in one node, NVLink {cluster.nvlink_bytes_per_s / 1e9:.0f} GB/s"
+        bus = cluster.ring_busbw_bytes_per_s
+        name = (f"{ranks} GPUs in one node, NVLink {bus / 1e9:.0f} GB/s measured "
+                f"(of {cluster.nvlink_bytes_per_s / 1e9:.0f})")
     else:
-        bus = min(cluster.nvlink_bytes_per_s, r * cluster.nic_bytes_per_s_per_gpu)
-        name = (f"{ranks} GPUs on {nodes} nodes ({r} per node): {r} x {cluster.nic_bytes_per_s_per_gpu / 1e9:.0f} GB/s "
-                f"of NICs")
+        bus = min(cluster.ring_busbw_bytes_per_s, r * cluster.nic_busbw_per_gpu)
+        name = (f"{ranks} GPUs on {nodes} nodes ({r} per node): {r} x {cluster.nic_busbw_per_gpu / 1e9:.0f} GB/s "
+                f"of NICs measured")
+    volta = cluster.gpu_spec.arch not in ("ampere", "hopper", "blackwell")
+    plateau = NCCL_RING_PLATEAU_VOLTA if volta else NCCL_RING_PLATEAU
     return Link(ranks, bus, NCCL_BASE_LATENCY_S, nodes, NCCL_NVLINK_STEP_S, NCCL_NET_STEP_S,
-                NCCL_RING_PLATEAU if nodes > 1 else 1.0, name)
+                plateau if nodes > 1 else 1.0, name)
 
 
 def latency_seconds(op: str, lk: Link, nbytes: float = 0.0) -> float:
@@ -159,7 +169,7 @@ def hierarchical_all_reduce_seconds(nbytes: float, cluster: ClusterSpec, ranks: 
     if nodes * r != ranks:
         raise ValueError(f"ranks={ranks} 不能按每节点 {r} 个分成整节点")
     inside = link(cluster, r, r)
-    across = Link(nodes, cluster.nic_bytes_per_s_per_gpu, NCCL_BASE_LATENCY_S, nodes, 0.0, NCCL_NET_STEP_S,
+    across = Link(nodes, cluster.nic_busbw_per_gpu, NCCL_BASE_LATENCY_S, nodes, 0.0, NCCL_NET_STEP_S,
                   NCCL_RING_PLATEAU if nodes > 1 else 1.0, "one GPU per node, its own NIC")
     return (collective_seconds("reduce_scatter", nbytes, inside) + collective_seconds("all_reduce", nbytes / r, across)
             + collective_seconds("all_gather", nbytes, inside))

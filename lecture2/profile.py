@@ -5,6 +5,10 @@
     matmul     achieved FLOP/s over a size sweep per dtype, with the fraction of the peak that applies
                (the datasheet row of lecture2.hardware on CUDA; on CPU `hardware.cpu_peak`, the course's one
                measured fp32 matmul peak, taken separately from the sweep)
+    gemm_shapes the same for the GEMMs of real transformer layers (`transformer_gemm_shapes`: QKV, output, MLP up
+               and down of Llama 3 8B / 70B / 405B after their TP split, 2,048 and 8,192 tokens): the planner's
+               GEMM efficiency by shape (lecture2.planning.compute) is fitted to them when a shipped profile has
+               them. `python -m lecture2 profile --gemm-only` measures just these (tools/gpu_checks.sh runs it first)
     bandwidth  achieved bytes/s of a memory-bound op (a large copy: read + write)
     models     lecture2's models: FLOPs predicted vs counted, activation and training-state bytes
                predicted vs measured, checkpointing's saving and overhead, a training step's time and MFU
@@ -31,12 +35,26 @@ from torch.utils.checkpoint import checkpoint
 
 from . import fmt, hardware, measure, models, training_state
 
-__all__ = ["SCHEMA_VERSION", "UnknownProfile", "config", "device_info", "matmul_sweep", "bandwidth",
+__all__ = ["SCHEMA_VERSION", "UnknownProfile", "config", "device_info", "gemm_shape_sweep", "matmul_sweep",
+           "transformer_gemm_shapes", "bandwidth",
            "model_counts", "checkpointing", "train_step", "peaks", "run", "save", "summary", "shipped", "load", "compare"]
 
 SCHEMA_VERSION = 1
 PROFILES = Path(__file__).resolve().parent / "profiles"
 _DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def transformer_gemm_shapes(scale: int = 1) -> list[list[int]]:
+    """(M tokens, N outputs, K inputs) of one layer's forward GEMMs in Llama 3 8B (TP 1), 70B and 405B (TP 8):
+    QKV (grouped-query), the output projection, the SwiGLU's gate and up together, the down projection, at 2,048
+    and 8,192 tokens; `scale` divides every size (a CPU measures the same shapes shrunk)."""
+    shapes = []
+    for h, f, heads, kv, tp in ((4096, 14336, 32, 8, 1), (8192, 28672, 64, 8, 8), (16384, 53248, 128, 8, 8)):
+        hd = h // heads
+        for m in (2048, 8192):
+            for n, k in (((heads + 2 * kv) * hd // tp, h), (h, heads * hd // tp), (2 * f // tp, h), (h, f // tp)):
+                shapes.append([max(16, m // scale), max(16, n // scale), max(16, k // scale)])
+    return shapes
 
 
 def config(device: str, memory_bytes: float | None = None) -> dict:
@@ -55,6 +73,7 @@ def config(device: str, memory_bytes: float | None = None) -> dict:
                                  "bf16": [1024, 2048, 4096, 8192], "fp16": [1024, 2048, 4096, 8192],
                                  "fp8": [1024, 2048, 4096, 8192]},
                 "matmul_repeat": 10,
+                "gemm_shapes": {"dtypes": ["bf16", "fp8"], "shapes": transformer_gemm_shapes()},
                 "copy_bytes": 2**29,  # 512 MiB
                 "block": {"B": 4, "T": 512, "d": 1024, "n_heads": 8},
                 "gpt": {"vocab_size": 50304, "block_size": 512, "n_layer": 6, "n_head": 12, "d_model": 768,
@@ -66,6 +85,7 @@ def config(device: str, memory_bytes: float | None = None) -> dict:
                              "bf16": [1024, 2048, 4096, 8192, 16384], "fp16": [1024, 2048, 4096, 8192, 16384],
                              "fp8": [1024, 2048, 4096, 8192, 16384]},
             "matmul_repeat": 10,
+            "gemm_shapes": {"dtypes": ["bf16", "fp8"], "shapes": transformer_gemm_shapes()},
             "copy_bytes": 2**31,  # 2 GiB: far beyond any cache
             "block": {"B": 8, "T": 1024, "d": 2048, "n_heads": 16},
             "gpt": {"vocab_size": 50304, "block_size": 1024, "n_layer": 12, "n_head": 16, "d_model": 1024,
@@ -76,6 +96,8 @@ def config(device: str, memory_bytes: float | None = None) -> dict:
         # bf16/fp16 matmuls are emulated on most CPUs (~1 GFLOP/s): smaller sizes keep them quick
         "matmul_sizes": {"fp32": [256, 512, 1024], "bf16": [128, 256, 512], "fp16": [128, 256, 512]},
         "matmul_repeat": 3,
+        # the same layers shrunk 64 times, in fp32 (bf16 is emulated on most CPUs): the sweep's code path, quickly
+        "gemm_shapes": {"dtypes": ["fp32"], "shapes": transformer_gemm_shapes(scale=64)},
         "copy_bytes": 2**27,  # 128 MiB: beyond the last-level cache
         "block": {"B": 4, "T": 64, "d": 128, "n_heads": 4},
         "gpt": {"vocab_size": 512, "block_size": 64, "n_layer": 2, "n_head": 4, "d_model": 128, "B": 4, "T": 64},
@@ -107,6 +129,10 @@ def device_info(device: str) -> dict:
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
         info.update(name=props.name, memory_bytes=props.total_memory, capability=f"{props.major}.{props.minor}")
+        free, total = torch.cuda.mem_get_info()
+        # what the process holds that PyTorch's allocator did not reserve: its CUDA context and library workspaces
+        # (lecture2.planning.memory counts it per GPU of a planned run)
+        info["cuda_context_bytes"] = total - free - torch.cuda.memory_reserved()
         try:
             info["datasheet"] = hardware.gpu_from_device_name(props.name).name
         except hardware.UnknownGPU:
@@ -191,6 +217,61 @@ def matmul_sweep(device: str, sizes: dict[str, list[int]], repeat: int, progress
         result[key] = {"sizes": rows, "best_flops_per_s": best, "peak_flops_per_s": peak, "peak_source": source}
         if why:
             result[key]["stopped"] = why  # the sizes after the last row did not run
+    return result
+
+
+def _gemm_fn(key: str, m: int, n: int, k: int, device: str):
+    """A zero-argument M x K by K x N GEMM in dtype `key`, or a ValueError saying why it cannot run here."""
+    if key == "fp8":
+        if device != "cuda" or torch.cuda.get_device_capability() < (8, 9):
+            raise ValueError("fp8 matmul needs CUDA compute capability >= 8.9 (Ada, Hopper or newer)")
+        a = torch.randn(m, k, device=device).to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device=device).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
+        one = torch.ones((), device=device)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    a = torch.randn(m, k, device=device, dtype=_DTYPES[key])
+    b = torch.randn(k, n, device=device, dtype=_DTYPES[key])
+    return lambda: a @ b
+
+
+def gemm_shape_sweep(device: str, spec: dict, repeat: int, progress=None) -> dict:
+    """Achieved FLOP/s (2MNK / best time) of each transformer GEMM shape in `spec["shapes"]` for each dtype of
+    `spec["dtypes"]`, with the fraction of the peak that applies (as `matmul_sweep`). Returns
+    {dtype: {"shapes": [{"m", "n", "k", "seconds", "flops_per_s", "fraction_of_peak"}], "peak_flops_per_s",
+    "peak_source"}} or {dtype: {"skipped": why}}."""
+    result: dict = {}
+    spec_row = None
+    if device == "cuda":
+        with contextlib.suppress(hardware.UnknownGPU):
+            spec_row = hardware.gpu_from_device_name(torch.cuda.get_device_name())
+    for key in spec["dtypes"]:
+        rows, why = [], None
+        try:
+            for m, n, k in spec["shapes"]:
+                fn = _gemm_fn(key, m, n, k, device)
+                seconds = _seconds(fn, device, repeat)
+                rows.append({"m": m, "n": n, "k": k, "seconds": seconds, "flops_per_s": 2 * m * n * k / seconds})
+                del fn
+                if progress:
+                    progress(f"gemm {key} {m}x{n}x{k}")
+        except (ValueError, RuntimeError, TypeError, NotImplementedError) as err:  # out of memory included
+            why = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
+            if progress:
+                progress(f"gemm {key} stopped", steps=len(spec["shapes"]) - len(rows))
+        if not rows:
+            result[key] = {"skipped": why}
+            continue
+        if device == "cuda":
+            peak = spec_row.peak.get(key) if spec_row else None
+            source = spec_row.source if spec_row and peak else None
+        else:
+            cpu = hardware.cpu_peak(torch.float32)
+            peak, source = cpu.flops_per_s, f"hardware.cpu_peak: {cpu.describe()} (no datasheet applies on a CPU)"
+        for r in rows:
+            r["fraction_of_peak"] = r["flops_per_s"] / peak if peak else None
+        result[key] = {"shapes": rows, "peak_flops_per_s": peak, "peak_source": source}
+        if why:
+            result[key]["stopped"] = why
     return result
 
 
@@ -414,7 +495,8 @@ def run(device: str | None = None, cfg: dict | None = None, compile_model: bool 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     cfg = cfg or config(device)
     compile_model = device == "cuda" if compile_model is None else compile_model
-    total = sum(len(v) for v in cfg["matmul_sizes"].values()) + 4
+    gemm_spec = cfg.get("gemm_shapes", {"dtypes": [], "shapes": []})
+    total = sum(len(v) for v in cfg["matmul_sizes"].values()) + len(gemm_spec["dtypes"]) * len(gemm_spec["shapes"]) + 4
     bar = _Progress(total) if progress else (lambda what, steps=1: None)
     started = time.perf_counter()
     profile: dict = {"schema_version": SCHEMA_VERSION,
@@ -422,6 +504,7 @@ def run(device: str | None = None, cfg: dict | None = None, compile_model: bool 
                               .strftime("%Y-%m-%dT%H:%M:%SZ")},
                      "config": cfg, "device": device_info(device)}
     profile["matmul"] = matmul_sweep(device, cfg["matmul_sizes"], cfg["matmul_repeat"], progress=bar)
+    profile["gemm_shapes"] = gemm_shape_sweep(device, gemm_spec, cfg["matmul_repeat"], progress=bar)
     profile["bandwidth"] = bandwidth(device, cfg["copy_bytes"], cfg["matmul_repeat"])
     bar("bandwidth")
     profile["models"] = model_counts(cfg, device)
@@ -433,6 +516,17 @@ def run(device: str | None = None, cfg: dict | None = None, compile_model: bool 
     bar("train step")
     profile["made"]["seconds"] = time.perf_counter() - started
     return profile
+
+
+def gemm_only(device: str | None = None, cfg: dict | None = None, command: str | None = None) -> dict:
+    """Just the device and the transformer GEMM sweep (a minute on a GPU): what a short GPU session measures first."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    cfg = cfg or config(device)
+    started = time.perf_counter()
+    out = {"schema_version": SCHEMA_VERSION, "made": {"command": command}, "device": device_info(device),
+           "gemm_shapes": gemm_shape_sweep(device, cfg["gemm_shapes"], cfg["matmul_repeat"])}
+    out["made"]["seconds"] = time.perf_counter() - started
+    return out
 
 
 def save(profile: dict, path: str | Path) -> None:

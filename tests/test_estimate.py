@@ -304,3 +304,18 @@ def test_flops_per_token_is_6n_plus_12ldt():
     """Without a shape is it the lecture's 6N; with one 6N + 12·L·d·T (PaLM, App. B)?"""
     assert estimate.flops_per_token(7e9) == 6 * 7e9
     assert estimate.flops_per_token(7e9, 32, 4096, 4096) == 6 * 7e9 + 12 * 32 * 4096 * 4096
+
+
+def test_a_fused_swiglu_keeps_three_of_its_four_widths():
+    """Issue 27, finding 5: PyTorch's eager SwiGLU keeps gate, up, silu(gate) and the product (4·f, measured above);
+    a fused one (Megatron's bias_swiglu, Transformer Engine) keeps [gate | up] and the product, 3·f."""
+    eager = estimate.activation_terms(4096, 1, 4096, 32, d_ff=11008, ffn="swiglu")["FFN"]
+    fused = estimate.activation_terms(4096, 1, 4096, 32, d_ff=11008, ffn="swiglu", mlp_kernel="fused")["FFN"]
+    assert eager == 4096 * 4 * 11008 * 2 and fused == 4096 * 3 * 11008 * 2
+    with pytest.raises(ValueError):
+        estimate.activation_terms(16, 1, 32, 4, mlp_kernel="compiled")
+
+
+def test_deepseek_v3s_recipe_keeps_its_moments_in_bf16():
+    """DeepSeek-V3 §3.3.3: bf16 weights, fp32 gradients and master weights, AdamW's moments in bf16: 2 + 4 + 8."""
+    assert estimate.MEMORY_RECIPES["bf16 mixed Adam, bf16 moments"].bytes_per_param == 14

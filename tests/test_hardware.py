@@ -54,7 +54,8 @@ def test_missing_dtype_says_what_is_supported():
     ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
     ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"),
     ("NVIDIA GeForce RTX 4090", "rtx4090"), ("Tesla V100-SXM2-32GB", "v100"), ("NVIDIA B200", "b200"),
-    ("AMD Instinct MI300X", "mi300x"), ("NVIDIA A100 80GB PCIe", "a100"), ("nvidia l40s", "l40s")])
+    ("AMD Instinct MI300X", "mi300x"), ("NVIDIA A100 80GB PCIe", "a100"), ("nvidia l40s", "l40s"),
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA H800", "h800")])
 def test_cuda_device_names_map_to_rows(device_name, key):
     """Does each name torch.cuda.get_device_name() reports find its row?"""
     assert hardware.gpu_from_device_name(device_name).name == key
@@ -67,7 +68,7 @@ def test_unknown_device_name_is_explained():
         hardware.gpu_from_device_name(None)
 
 
-@pytest.mark.parametrize("device_name", ["NVIDIA L40", "NVIDIA H100 NVL", "NVIDIA H200 NVL", "NVIDIA A100-SXM4-40GB",
+@pytest.mark.parametrize("device_name", ["NVIDIA L40", "NVIDIA H100 NVL", "NVIDIA H200 NVL",
                                          "Tesla V100-SXM2-16GB", "NVIDIA L400"])
 def test_a_name_is_matched_by_whole_words_not_by_a_prefix(device_name):
     """Is an "L40" refused rather than read as an "L4" (and other variants with their own datasheets or less
@@ -207,7 +208,9 @@ def test_cluster_rows_from_their_datasheets():
     h100 = hardware.cluster("dgx-h100")
     assert (h100.gpus_per_node, h100.nvlink_bytes_per_s, h100.nics_per_node, h100.nic_bytes_per_s) == (8, 450e9, 8, 50e9)
     assert hardware.cluster("DGX_A100").nic_bytes_per_s == 25e9 and hardware.cluster("dgx-b200").nvlink_bytes_per_s == 900e9
-    assert all(c.source.startswith("NVIDIA DGX") for c in hardware.CLUSTERS.values())
+    assert all(c.source.startswith(("NVIDIA DGX", "DeepSeek-V3")) for c in hardware.CLUSTERS.values())
+    assert hardware.cluster("hgx-h800").nvlink_bytes_per_s == 200e9 and hardware.gpu("h800").sms == 132
+    assert hardware.gpu("a100-40gb").memory_bytes == 40 * 2**30 and hardware.gpu("a100-80gb") is hardware.gpu("a100")
     assert hardware.cluster("dgx-h200").gpu_spec is hardware.gpu("h200")
     assert set(hardware.known_gpus()) >= {"v100", "a100", "h100-sxm", "h100-pcie", "h200", "b200", "l4", "l40s",
                                           "rtx4090", "mi300x"}

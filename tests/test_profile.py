@@ -275,3 +275,20 @@ def test_state_bytes_match_memory_allocated(cuda_counts):
     """
     s = cuda_counts["gpt_state_bytes"]
     assert 0 <= s["memory_allocated"] - s["held_on_device"] < 2 * 2**20 * s["n_tensors"]
+
+
+def test_the_transformer_gemm_sweep_runs_at_tiny_sizes_and_feeds_the_planners_fit(tmp_path, monkeypatch):
+    """Does the GEMM-shape sweep (issue 27: the planner's efficiency by shape) time every shape on a CPU, shrunk, and
+    does lecture2.planning.compute fit a profile's measured shapes beside its n³ sweep?"""
+    from lecture2.planning import compute
+
+    spec = profile.config("cpu")["gemm_shapes"]
+    swept = profile.gemm_shape_sweep("cpu", {"dtypes": spec["dtypes"], "shapes": spec["shapes"][:3]}, repeat=1)
+    rows = swept["fp32"]["shapes"]
+    assert [[r["m"], r["n"], r["k"]] for r in rows] == spec["shapes"][:3] and all(r["seconds"] > 0 for r in rows)
+    assert len(profile.transformer_gemm_shapes()) == 24
+    shipped = json.loads((profile.PROFILES / "h200.json").read_text())
+    shipped["gemm_shapes"] = {"bf16": {"shapes": [{"m": 8192, "n": 2304, "k": 16384, "seconds": 0.001}]}}
+    (tmp_path / "h200.json").write_text(json.dumps(shipped))
+    monkeypatch.setattr(compute, "PROFILES", tmp_path)
+    assert (8192, 2304, 16384, 0.001) in compute._profile_points("h200", "bf16")

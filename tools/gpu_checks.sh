@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # The course's checks that need a GPU, as one prepared run (for the device tool's H200, or any CUDA machine):
-#   1. `python -m lecture2 env` and the GPU profile (`python -m lecture2 profile`), copied into
-#      lecture2/profiles/ of this copy so that the next steps show it;
+#   0. first, in about a minute: the transformer GEMM shapes the planner's efficiency curve is fitted to
+#      (`python -m lecture2 profile --gemm-only`), merged into lecture2/profiles/$name.json (gemm_shapes) so that a
+#      session that runs out of time still brings them back;
+#   1. `python -m lecture2 env` and the GPU profile (`python -m lecture2 profile`, which measures them again),
+#      copied into lecture2/profiles/ of this copy so that the next steps show it;
 #   2. the gpu-marked tests (no Jupyter needed: --noconftest);
 #   3. every solution notebook, every code cell, on CUDA (tools/run_cells.py: no Jupyter needed).
 # Notebook 06 needs bitsandbytes (8-bit Adam), which a bare GPU machine lacks and cannot download: put its wheel in
 # .gpu-wheels/ first (`pip download --no-deps bitsandbytes==0.50.2 -d .gpu-wheels`, 43 MB) and carry that folder;
 # it is installed into a private folder on PYTHONPATH, with nothing else changed.
-# Everything it prints also goes to ${OUT:-gpu-out}/ (env.txt, profile.txt, h200.json, pytest.txt, notebooks.txt).
+# Everything it prints also goes to ${OUT:-gpu-out}/ (gemm_shapes.json, env.txt, profile.txt, h200.json, pytest.txt,
+# notebooks.txt).
 # Each step has its own time limit, so a hang in one still leaves the others' results.
 #
 #   on the GPU:  bash tools/gpu_checks.sh            (torch and pytest suffice; ALLOW_CPU=1 rehearses it on a CPU)
 #   then here:   cp <files_at>/h200.json lecture2/profiles/h200.json && commit it: the notebooks' reference
 #                sections show it from then on (their cells are nbval-ignore-output: nothing to re-execute).
+#                If the full profile did not finish, cp <files_at>/h200.gemm.json lecture2/profiles/h200.json keeps
+#                the shipped profile with the GEMM shapes added; then rerun tests/test_planner.py and
+#                tests/test_conformance.py (the fit takes the shapes in) and update docs/planning.md's table.
 set -u
 out=${OUT:-gpu-out}
 name=${PROFILE_NAME:-h200}
@@ -25,9 +32,23 @@ if ls .gpu-wheels/*.whl >/dev/null 2>&1; then
     && export PYTHONPATH="$PYTHONPATH:/tmp/gpu-site"
 fi
 
-echo "== env"; timeout 120 "$py" -m lecture2 env 2>&1 | tee "$out/env.txt"
 "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || [ "${ALLOW_CPU:-0}" = 1 ] \
   || { echo "no CUDA device: nothing to check here (ALLOW_CPU=1 to rehearse on a CPU)"; exit 1; }
+
+echo "== transformer GEMM shapes (the planner's efficiency by shape)"
+timeout 240 "$py" -m lecture2 profile --gemm-only --out "$out/gemm_shapes.json" 2>&1 | tee "$out/gemm.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+if [ -s "$out/gemm_shapes.json" ] && [ -s "lecture2/profiles/$name.json" ]; then
+  "$py" - "$out/gemm_shapes.json" "lecture2/profiles/$name.json" "$out/$name.gemm.json" <<'PY'
+import json, sys
+sweep, shipped, merged = sys.argv[1:]
+profile = json.load(open(shipped))
+profile["gemm_shapes"] = json.load(open(sweep))["gemm_shapes"]
+json.dump(profile, open(merged, "w"), indent=1)
+PY
+fi
+
+echo "== env"; timeout 120 "$py" -m lecture2 env 2>&1 | tee "$out/env.txt"
 
 echo "== profile"
 timeout 360 "$py" -m lecture2 profile --out "$out/$name.json" 2>&1 | tee "$out/profile.txt"

@@ -10,7 +10,7 @@ the result with, and which usual mistakes it names. One module per notebook, nam
     checkpointing (07)
     timing (08)
     cost (09)
-    sharding (10)
+    sharding, pipeline (10)
 
 A test cell reads as the exercise's specification: its check groups, and in each group the cases with their
 expected values and sources; the calls below do the comparing and the hints. Expected values are measured

@@ -29,13 +29,13 @@ RECIPE_BYTES = {"fp32_adam": (4, 4, 8), "bf16_mixed_adam": (2, 2, 12), "sgd": (4
                 "bf16_sgd": (2, 2, 0)}
 PARTS = ("params", "grads", "optimizer")
 STRATEGIES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}  # exercise 2's strategies -> lecture2.zero's stage
-INSTRUMENTS = ("lecture2.estimate", "lecture2.planner", "lecture2.network", "lecture2.parallel",
+INSTRUMENTS = ("lecture2.estimate", "lecture2.planner", "lecture2.planning", "lecture2.network", "lecture2.parallel",
                "lecture2.distributed", "lecture2.zero")
 OFF = answers.OFF  # what an instrument raises while an answer runs
 
 checks.register_hints({
     "sharding.instrument_off": "这个练习要你自己写公式：检查调用你的函数时，课程的计算器和引擎 (lecture2.estimate、planner、"
-                               "network、parallel、distributed、zero) 都被关掉了，调用它们会出错。",
+                               "planning、network、parallel、distributed、zero) 都被关掉了，调用它们会出错。",
     "sharding.padded_buffer": "ZeRO-1/2/3 的平坦缓冲区补零到 n·⌈N/n⌉ 个元素 (每个 rank 一样大的一片)：没切开的部分 "
                               "(ZeRO-1 的参数和梯度、ZeRO-2 的参数) 存的是整个补零后的缓冲区，n·⌈N/n⌉ 个，不是 N 个。"
                               "普通数据并行 (stage 0) 不补零。",

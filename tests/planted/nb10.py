@@ -1,5 +1,6 @@
 from lecture2.checks import HINTS
 
+import lecture2.exercises.pipeline  # noqa: F401  (registers the pipeline.* hints)
 import lecture2.exercises.sharding  # noqa: F401  (registers the sharding.* hints)
 
 from . import Planted
@@ -78,6 +79,24 @@ def tp_block_bytes(tokens, d, d_ff, t, dtype_bytes, bias=False):
 def _tp(matrix_t="t", norm_t="1", row_bias_t="1", calls="4", factor="1", per_rank="1"):
     return (_TP.replace("MATRIX_T", matrix_t).replace("NORM_T", norm_t).replace("ROW_BIAS_T", row_bias_t)
             .replace("CALLS", calls).replace("FACTOR", factor).replace("PER_RANK", per_rank))
+
+
+_PIPE = '''
+def pipeline_schedule(p, m, v, stage):
+    if v > 1 and m % p:
+        raise ValueError(f"m={m} is not a multiple of p={p}")
+    bubble = BUBBLE
+    if v == 1:
+        in_flight = PLAIN
+    else:
+        in_flight = INTERLEAVED
+    return {"bubble": float(bubble), "in_flight": float(in_flight)}
+'''
+
+
+def _pipe(bubble="(p - 1) / (v * m + p - 1)", plain="min(p - stage, m)",
+          interleaved="min(2 * (p - stage - 1) + (v - 1) * p + 1, v * m) / v"):
+    return _PIPE.replace("BUBBLE", bubble).replace("PLAIN", plain).replace("INTERLEAVED", interleaved)
 
 
 MISTAKES = [
@@ -185,4 +204,40 @@ def tp_block_bytes(tokens, d, d_ff, t, dtype_bytes, bias=False):
     shape = planner.ModelShape("x", 1, d, t, d_ff, 1, ffn="gelu")
     return {"params": int(dtype_bytes * (shape.layer_matrix_params() / t + 2 * d)), "allreduce": 4 * tokens * d * dtype_bytes}
 ''', HINTS["sharding.instrument_off"]),
+    # exercise 5: the pipeline schedule
+    Planted("ex10_pipeline_schedule", "the bubble over the compute time, not over the pipeline's",
+            _pipe(bubble="(p - 1) / (v * m)"), HINTS["pipeline.bubble_over_compute"], visible=True),
+    Planted("ex10_pipeline_schedule", "the bubble without the virtual stages", _pipe(bubble="(p - 1) / (m + p - 1)"),
+            HINTS["pipeline.bubble_no_v"], visible=True),
+    Planted("ex10_pipeline_schedule", "the bubble's slots in chunks, the pipeline's in micro-batches",
+            _pipe(bubble="(p - 1) / v / (m + p - 1)"), HINTS["pipeline.bubble_units"]),
+    Planted("ex10_pipeline_schedule", "1F1B's in-flight count under interleaving",
+            _pipe(interleaved="min(p - stage, m)"), HINTS["pipeline.in_flight_plain"], visible=True),
+    Planted("ex10_pipeline_schedule", "the warm-up not capped by the micro-batches there are",
+            _pipe(plain="p - stage", interleaved="(2 * (p - stage - 1) + (v - 1) * p + 1) / v"),
+            HINTS["pipeline.in_flight_uncapped"], visible=True),
+    Planted("ex10_pipeline_schedule", "chunks counted instead of micro-batches' worth",
+            _pipe(interleaved="min(2 * (p - stage - 1) + (v - 1) * p + 1, v * m)"),
+            HINTS["pipeline.in_flight_chunks"], visible=True),
+    Planted("ex10_pipeline_schedule", "stages counted from 1",
+            _pipe(plain="min(p - stage + 1, m)", interleaved="min(2 * (p - stage) + (v - 1) * p + 1, v * m) / v"),
+            HINTS["pipeline.stage_from_one"], visible=True),
+    Planted("ex10_pipeline_schedule", "the interleaved warm-up used for plain 1F1B too",
+            _pipe(plain="min(2 * (p - stage - 1) + 1, m)"), HINTS["pipeline.interleaved_at_v1"], visible=True),
+    Planted("ex10_pipeline_schedule", "the planner called", '''
+def pipeline_schedule(p, m, v, stage):
+    from lecture2 import planner
+    return {"bubble": planner.bubble_fraction(p, m, v),
+            "in_flight": planner.in_flight_chunks(stage, p, m, v) / v}
+''', HINTS["pipeline.instrument_off"], visible=True),
+    Planted("ex10_pipeline_schedule", "a tuple instead of the dict", '''
+def pipeline_schedule(p, m, v, stage):
+    return ((p - 1) / (v * m + p - 1), min(p - stage, m))
+''', "dict"),
+    Planted("ex10_pipeline_schedule", "no ValueError when m is not a multiple of p", '''
+def pipeline_schedule(p, m, v, stage):
+    bubble = (p - 1) / (v * m + p - 1)
+    in_flight = min(p - stage, m) if v == 1 else min(2 * (p - stage - 1) + (v - 1) * p + 1, v * m) / v
+    return {"bubble": float(bubble), "in_flight": float(in_flight)}
+''', "raise ValueError"),
 ]

@@ -1,0 +1,198 @@
+"""How long the kernels of a training step take on one GPU: GEMMs by shape, attention kernels by sequence length,
+memory-bound elementwise work by bytes moved. Every efficiency here is fitted to a measurement with its source.
+
+GEMM (M x K by K x N) on a GPU of S SMs, dense peak P (lecture2.hardware), with 128 x 128 output tiles:
+
+    tiles = ceil(M/128) ceil(N/128),  waves = ceil(tiles / S)
+    time  = fixed + waves x (2·128·128·K / (P / S) / e_max + per_wave),   at least the bytes moved / HBM bandwidth
+
+Three numbers per kernel family, fitted (least squares on log time) to measured GEMMs:
+    bf16 (Hopper)          the course's own H200 profile, lecture2/profiles/h200.json (`make profile`): n³ matmuls,
+                           n = 1024 ... 16384, 9.5% to 81.5% of the peak; `make profile` on a GPU adds a sweep of
+                           transformer shapes (profile.gemm_shapes) that the fit takes in when present
+    fp8 (Hopper)           the same profile's torch._scaled_mm (per-tensor scales, cuBLAS)
+    fp8-blockwise (Hopper) DeepGEMM's published H800 table (deepseek-ai/DeepGEMM README, Feb 2025: M = 4096, 1-128
+                           fine-grained scales, 590-1358 TFLOP/s), the kernels DeepSeek-V3 trained with
+    bf16 (Ampere)          e_max alone, to Stas Bekman's measured A100 SXM maximum (ml-engineering, "Maximum Achievable
+                           Matmul FLOPS": 267.9 of 312 TFLOP/s at 6912 x 16384 x 2048); one point cannot separate a
+                           per-wave overhead (none), the launch overhead as Hopper's
+Other architectures take Hopper's curve at their own peak and SM count (not measured: said in the plan's notes).
+
+Attention (FlashAttention-style kernels, causal work only): efficiency = e_16k x (T / (T + 1024)) / (16384 / 17408),
+the saturation with sequence length T of FlashAttention-3's measured curve (Shah et al. 2024, Fig. 5: 197 to 616
+TFLOP/s from T = 512 to 16k, causal, head dim 128). e_16k by kernel and architecture, forward / backward:
+    flash2, Hopper   0.35 / 0.35   "FlashAttention-2 achieves only 35% utilization on H100" (Shah et al. 2024)
+    flash3, Hopper   0.62 / 0.56   616 TFLOP/s forward (Fig. 5d); backward 1.6 x FlashAttention-2's (1.5-1.75x, §4.1)
+    flash2, Ampere   0.73 / 0.50   "50-73% of the theoretical maximum FLOPs/s on A100" (Dao 2023): forward the top,
+                                   backward (the slower pass) the bottom of that range
+    explicit         the two batched GEMMs (the whole T x T square) by the GEMM model, plus the scores' traffic
+                     (Megatron's fused scale-mask-softmax, dropout) at HBM bandwidth: what runs before FlashAttention
+
+Memory-bound work (norms, residual adds, activation functions, rotary, dropout, FP8 casts, MoE permutes, the
+optimizer): bytes / (datasheet HBM bandwidth x 0.832), the fraction a 2 GiB copy reached on the course's H200
+(h200.json: 3.99 of 4.8 TB/s). Units: seconds, FLOPs, bytes.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..hardware import GPUSpec
+
+__all__ = ["ATTENTION_KERNELS", "DEEPGEMM_H800", "GemmFit", "HBM_EFFICIENCY", "SUSTAINED", "attention_seconds", "gemm_fit",
+           "gemm_seconds", "memory_seconds"]
+
+PROFILES = Path(__file__).resolve().parent.parent / "profiles"
+TILE = 128
+
+# DeepGEMM (deepseek-ai/DeepGEMM README, Feb 2025), "normal GEMMs for dense models" on H800 SXM5 with NVCC 12.8,
+# FP8 with 1 x 128 / 128 x 128 scales: (M, N, K, TFLOP/s). The M = 64 and 128 rows are inference shapes (memory-bound,
+# another tiling); training runs M of thousands of tokens, so the fit takes the M = 4096 rows.
+DEEPGEMM_H800 = ((4096, 2112, 7168, 1058), (4096, 24576, 1536, 990), (4096, 32768, 512, 590),
+                 (4096, 7168, 16384, 1358), (4096, 4096, 7168, 1304), (4096, 7168, 2048, 1025))
+# ml-engineering (Bekman), compute/accelerator README, "Maximum Achievable Matmul FLOPS", BF16, CUDA 12.1: the best
+# shape found and its TFLOP/s on an A100 SXM and an A100 PCIe (the same 108 SMs and 312 TFLOP/s datasheet peak)
+A100_MAMF = ((6912, 16384, 2048, 267.9), (2304, 5120, 1536, 256.4))
+HBM_EFFICIENCY = 0.832  # lecture2/profiles/h200.json, bandwidth.fraction_of_datasheet (a 2 GiB copy)
+# A GPU computing for minutes runs at its power limit, below the boost clock a short measurement sees: the maximum
+# sustainable over the maximum achievable matmul FLOP/s (MSMF / MAMF, ml-engineering's mamf-finder, all 8 GPUs of a
+# node busy): H200 BF16 755.5 / 852.1, B200 BF16 1437.5 / 1746.7. The profiles and kernel papers time short bursts, so
+# compute-bound kernels of a training step run at this fraction of what they measured. Ampere: not measured (1).
+SUSTAINED = {"hopper": 755.5 / 852.1, "blackwell": 1437.5 / 1746.7, "ampere": 1.0}
+
+
+@dataclass(frozen=True)
+class GemmFit:
+    """A GEMM kernel family's three fitted numbers, what they were fitted to, and how well (rms of log error)."""
+
+    kernel: str
+    e_max: float  # the fraction of peak a tile's main loop reaches
+    per_wave_s: float  # a wave's prologue/epilogue (seconds)
+    fixed_s: float  # launch and tail (seconds)
+    points: tuple  # (M, N, K, measured seconds) fitted
+    source: str
+    rms_log_error: float = 0.0
+
+
+def _gemm_time(fit_params: tuple[float, float, float], m: int, n: int, k: int, peak: float, sms: int,
+               in_bytes: float, hbm: float) -> float:
+    e_max, per_wave, fixed = fit_params
+    waves = math.ceil(math.ceil(m / TILE) * math.ceil(n / TILE) / sms)
+    compute = fixed + waves * (2 * TILE * TILE * k / (peak / sms) / e_max + per_wave)
+    moved = (m * k + k * n) * in_bytes + m * n * 2
+    return max(compute, moved / hbm)
+
+
+def _fit(points, peak: float, sms: int, in_bytes: float, hbm: float, given: dict[int, float] | None = None
+         ) -> tuple[tuple, float]:
+    """Least squares on log(time) by a coarse-to-fine grid (deterministic, a few thousand evaluations); `given`
+    holds parameters not fitted (index -> value: 1 the per-wave overhead, 2 the fixed one)."""
+    def error(params):
+        return sum(math.log(_gemm_time(params, m, n, k, peak, sms, in_bytes, hbm) / t) ** 2 for m, n, k, t in points)
+
+    lo, hi = [0.3, 0.0, 0.0], [1.0, 20e-6, 40e-6]
+    for i, value in (given or {}).items():
+        lo[i] = hi[i] = value
+    best = None
+    for _ in range(4):  # 11 x 11 x 11 grid, then zoom in around the best point
+        axes = [[lo[i] + (hi[i] - lo[i]) * j / 10 for j in range(11)] for i in range(3)]
+        best = min(((a, b, c) for a in axes[0] for b in axes[1] for c in axes[2]), key=error)
+        span = [(hi[i] - lo[i]) / 5 for i in range(3)]
+        lo = [max(0.0 if i else 0.05, best[i] - span[i]) for i in range(3)]
+        hi = [best[i] + span[i] for i in range(3)]
+    return best, math.sqrt(error(best) / len(points))
+
+
+def _profile_points(name: str, dtype: str) -> list[tuple[int, int, int, float]]:
+    """Measured (M, N, K, seconds) of a shipped profile: the n³ sweep and, when present, the transformer shapes."""
+    path = PROFILES / f"{name}.json"
+    data = json.loads(path.read_text())
+    points = [(r["n"], r["n"], r["n"], r["seconds"]) for r in data["matmul"].get(dtype, {}).get("sizes", [])]
+    for r in data.get("gemm_shapes", {}).get(dtype, {}).get("shapes", []):
+        points.append((r["m"], r["n"], r["k"], r["seconds"]))
+    return points
+
+
+@functools.lru_cache(maxsize=None)
+def gemm_fit(arch: str, kernel: str) -> GemmFit:
+    """The fitted GEMM model of `kernel` ("bf16", "fp8", "fp8-blockwise") on `arch` ("hopper", "ampere", other)."""
+    from ..hardware import GPUS
+
+    h200 = GPUS["h200"]
+    hbm = h200.bandwidth_bytes_per_s * HBM_EFFICIENCY
+    if arch == "ampere" and kernel == "bf16":
+        a100 = GPUS["a100"]
+        points = tuple((m, n, k, 2 * m * n * k / (tflops * 1e12)) for m, n, k, tflops in A100_MAMF[:1])
+        params, err = _fit(points, a100.peak["bf16"], a100.sms, 2, a100.bandwidth_bytes_per_s * HBM_EFFICIENCY,
+                           given={1: 0.0, 2: gemm_fit("hopper", "bf16").fixed_s})
+        return GemmFit("bf16", *params, points, "A100 SXM maximum achievable matmul FLOPS (ml-engineering): e_max "
+                       "alone, one point cannot separate a per-wave overhead; the launch overhead as Hopper's", err)
+    if kernel == "fp8-blockwise":
+        points = tuple((m, n, k, 2 * m * n * k / (tf * 1e12)) for m, n, k, tf in DEEPGEMM_H800)
+        params, err = _fit(points, h200.peak["fp8"], h200.sms, 1, hbm)
+        return GemmFit(kernel, *params, points, "DeepGEMM README, H800, FP8 1x128 scales (M = 4096 rows)", err)
+    if kernel not in ("bf16", "fp8"):
+        raise ValueError(f"未知的 GEMM kernel {kernel!r}; known: bf16, fp8, fp8-blockwise")
+    points = tuple(_profile_points("h200", kernel))
+    params, err = _fit(points, h200.peak[kernel], h200.sms, 2 if kernel == "bf16" else 1, hbm)
+    return GemmFit(kernel, *params, points, f"lecture2/profiles/h200.json, matmul {kernel}", err)
+
+
+def gemm_seconds(m: int, n: int, k: int, gpu: GPUSpec, kernel: str = "bf16", sm_share: float = 1.0) -> float:
+    """Seconds of one M x K by K x N GEMM on `gpu` with `kernel`'s fitted model; `sm_share` of the SMs computing
+    (the rest run communication kernels)."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0.0
+    arch = gpu.arch if gpu.arch in ("hopper", "ampere") else "hopper"
+    if arch == "ampere" and kernel != "bf16":
+        raise ValueError(f"{gpu.full_name} 没有 FP8 tensor core (no FP8 on Ampere)")
+    fit = gemm_fit(arch, kernel)
+    peak = gpu.peak_flops("fp8" if kernel.startswith("fp8") else "bf16") * SUSTAINED.get(gpu.arch, 1.0)
+    sms = max(1, round((gpu.sms or 132) * sm_share))
+    return _gemm_time((fit.e_max, fit.per_wave_s, fit.fixed_s), m, n, k, peak * sm_share, sms,
+                      1 if kernel.startswith("fp8") else 2, gpu.bandwidth_bytes_per_s * HBM_EFFICIENCY)
+
+
+# kernel -> arch -> (forward, backward) fraction of the bf16 peak at T = 16384 (see the module's text)
+ATTENTION_KERNELS = {
+    "flash2": {"hopper": (0.35, 0.35), "ampere": (0.73, 0.50)},
+    "flash3": {"hopper": (0.62, 0.56)},
+}
+_HALF_T = 1024  # FlashAttention-3's measured causal curve reaches half its plateau near T = 1k (Fig. 5d)
+
+
+def attention_seconds(queries: int, keys: int, heads: int, qk_dim: int, v_dim: int, gpu: GPUSpec,
+                      kernel: str = "flash2", causal: bool = True, passes: str = "fwd+bwd",
+                      sm_share: float = 1.0) -> float:
+    """Seconds of attention's core for `queries` query tokens against `keys` keys (per sequence, summed over the
+    micro-batch by the caller), `heads` heads: FlashAttention-style kernels skip the masked half (causal), the
+    explicit one computes the whole square and moves the scores through HBM. passes: "fwd", "bwd" or "fwd+bwd"
+    (backward: 2.5 x the forward's FLOPs, its 5 matmuls with the recomputed scores)."""
+    full = 2 * queries * keys * heads * (qk_dim + v_dim)  # forward FLOPs of the whole square
+    peak = gpu.peak_flops("bf16") * sm_share * SUSTAINED.get(gpu.arch, 1.0)
+    if kernel == "explicit":
+        fwd_gemm = (gemm_seconds(queries, keys, qk_dim, gpu, sm_share=sm_share)
+                    + gemm_seconds(queries, v_dim, keys, gpu, sm_share=sm_share)) * heads
+        scores = queries * keys * heads
+        fwd = fwd_gemm + memory_seconds(scores * 11, gpu)  # write 2, softmax r/w 4, dropout r/w + mask 5 bytes
+        bwd = 2 * fwd_gemm + memory_seconds(scores * 16, gpu)
+        return {"fwd": fwd, "bwd": bwd, "fwd+bwd": fwd + bwd}[passes]
+    arch = gpu.arch if gpu.arch in ("hopper", "ampere") else "hopper"
+    table = ATTENTION_KERNELS.get(kernel)
+    if table is None or arch not in table:
+        raise ValueError(f"没有 {kernel} 在 {arch} 上的测量 (no measured {kernel} on {arch}); known: "
+                         + ", ".join(f"{k}/{a}" for k, v in ATTENTION_KERNELS.items() for a in v))
+    e_fwd, e_bwd = table[arch]
+    saturation = (keys / (keys + _HALF_T)) / (16384 / (16384 + _HALF_T))
+    work = full / 2 if causal else full
+    fwd = work / (peak * e_fwd * saturation)
+    bwd = 2.5 * work / (peak * e_bwd * saturation)
+    return {"fwd": fwd, "bwd": bwd, "fwd+bwd": fwd + bwd}[passes]
+
+
+def memory_seconds(nbytes: float, gpu: GPUSpec) -> float:
+    """Seconds to move `nbytes` through HBM at the measured fraction of the datasheet bandwidth."""
+    return nbytes / (gpu.bandwidth_bytes_per_s * HBM_EFFICIENCY)
