@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from . import ASSIGNMENT
-from .store import file_hash
+from .files import file_hash
 from .text import terminal
 
 UTC = dt.timezone.utc

@@ -16,21 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
 from . import ASSIGNMENT
-
-
-def file_hash(path: Path) -> bytes:
-    """SHA-256 of a file's bytes, read in pieces (a notebook may carry hundreds of MB of outputs)."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.digest()
+from .files import file_hash, write_atomic  # noqa: F401  (file_hash: the key's input)
 
 
 def key(submission: bytes, notebook_digest: str, code_digest: str) -> str:
@@ -57,14 +47,6 @@ class Store:
         return data["judged"]
 
     def put(self, student: str, stem: str, key: str, judged: dict, seconds: float) -> None:
-        path = self._path(student, stem)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{stem}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"key": key, "judged": judged, "seconds": round(seconds, 3),
-                           "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, f, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self._path(student, stem), json.dumps(
+            {"key": key, "judged": judged, "seconds": round(seconds, 3),
+             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, ensure_ascii=False))
