@@ -12,9 +12,9 @@ message that says what to return instead.
 Checks come in named groups (`with checks.exercise(name, points={...}) as ex:` then `with ex.group(label):`);
 each group's outcome is recorded and the next group still runs. A group whose answer raised
 NotImplementedError is "not implemented"; an exercise all of whose groups are is still a stub: in the lab
-that prints a notice and lets `Run All` go on. The outcomes go to the result sink of the process that runs the
-test cell: under the course's grader that is the judge, a process that holds the checks and never a student's
-object; what a cell prints earns nothing.
+that prints a notice and lets `Run All` go on. The outcomes go to the sink the caller chose (`reporting_to`):
+under the course's grader that is the judge's, a process that holds the checks and never a student's object;
+what a cell prints earns nothing.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from . import wire
 from .answers import AnswerTimeout, AnswerUnavailable
 
 __all__ = ["CheckFailed", "Exercise", "HINTS", "Mistake", "by_formula", "exercise", "expect", "expect_close",
-           "expect_equal", "expect_type", "fail", "grading", "hint_key", "mistake", "register_hints"]
+           "expect_equal", "expect_type", "fail", "grading", "hint_key", "mistake", "register_hints", "reporting_to"]
 
 
 class CheckFailed(AssertionError):
@@ -446,19 +446,32 @@ def expect(condition: object, message: str) -> None:
         raise CheckFailed(message)
 
 
+_SINK = None  # where exercises' outcomes go while a test cell runs: chosen by the caller (`reporting_to`)
+
+
+@contextmanager
+def reporting_to(sink):
+    """While the block runs, every exercise reports its groups' outcomes to `sink` (`sink.report(name, groups)`,
+    and `sink.group_done(name, label)` when a group ends, if it has one). The caller chooses: the course's grader
+    passes its judge's results; the lab and a plain run pass nothing, and a check only prints."""
+    global _SINK
+    saved, _SINK = _SINK, sink
+    try:
+        yield sink
+    finally:
+        _SINK = saved
+
+
 def _report(name: str, groups: dict[str, dict] | None) -> None:
-    """Hand exercise `name`'s outcome to the result sink of the process that runs this test cell, if any (the
-    course's grader installs one in its judge; in the lab there is none)."""
-    sink = sys.modules.get("_lecture2_result_sink")
-    if sink is not None:
-        sink.report(name, groups)
+    """Hand exercise `name`'s outcome to the sink chosen for this test cell, if any."""
+    if _SINK is not None:
+        _SINK.report(name, groups)
 
 
 def _group_done(name: str, label: str) -> None:
-    """Tell the result sink, if it wants to know, that group `label` of exercise `name` has ended (the judge notes
-    whether the answer's process had received a hidden case by then)."""
-    sink = sys.modules.get("_lecture2_result_sink")
-    done = getattr(sink, "group_done", None)
+    """Tell the sink, if it wants to know, that group `label` of exercise `name` has ended (the judge notes whether
+    the answer's process had received a hidden case by then)."""
+    done = getattr(_SINK, "group_done", None)
     if done is not None:
         done(name, label)
 

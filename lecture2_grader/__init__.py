@@ -6,29 +6,24 @@ no expected value and no hidden test. The judge (judge.py) runs the instructor's
 included, with every name an answer defines reaching the student's process through lecture2.answers; it
 computes every verdict, tolerance, check group and hint, and never loads a student's object.
 
-The stages, in the order a submission meets them (pipeline.py runs them; validate.py, cli.py and every
-executor call the pipeline):
+A notebook goes through pipeline.py (prepare, execute, finish: the order is stated there, once); a class through
+classrun.py. The package by layer, each using only those below it (docs/architecture.md draws it):
 
-    submission.py  read the file as students save it; the answer cells by grade_id, their own helper cells
-    scan.py        advisory: constructs worth the instructor's look (it never withholds)
-    plan.py        what each process runs: the student's process the answers and the cells they need, the
-                   judge the test cells
-    judge.py       runs the test cells; link.py its end of the wire, kernel.py the student's end,
-                   sandbox.py the walls (namespaces, read-only binds, memory filesystems, cgroups, time)
-    score.py       points from the judge's results and the instructor's notebook only
-    artifacts.py   the autograded notebook, the grading summary, feedback.py's page
-    gradebook.py   nbgrader's gradebook and grades.csv; report.py one line per student;
-                   classreport.py mistakes.csv and class_report/
-    store.py       each notebook's judged results, keyed by content hashes: a regrade runs what changed
-    executors.py   where judges run: this machine's pool; cluster.py a Dask cluster (Slurm, Kubernetes)
+    commands      cli.py (make grade) and watch.py, validate.py, handin.py, collect.py, export.py,
+                  release_feedback.py, nbgrader_hooks.py (formgrader's buttons through this grader)
+    the class     classrun.py: a short loop over records; gradebook.py, report.py, classreport.py
+    where judges  run/: the executor interface; local.py this machine, dask.py and clusters.py a Dask cluster
+    run              (Slurm, Kubernetes); preflight.py the proof that the sandbox works; judges.py starting one
+    one notebook  pipeline.py; artifacts.py and feedback.py what it leaves; store.py its stored run
+    prepare       submission.py (the file), source.py (a cell as Python), scan.py, plan.py, advice.py
+    the boundary  judge.py, link.py (its end of the wire), kernel.py (the student's end), sandbox.py (the walls)
+    records       records.py (Judged, StudentRun, ClassRun), score.py (points), course.py (the instructor's
+                  notebooks), runtime.py (a run's settings and every time limit), files.py, text.py (escaping)
 
-Around grading, the term: intake.py and collect.py an LMS download into submitted/, notebook by notebook,
-earlier copies kept; handin.py a student's hand-in zip; export.py the grades for Canvas and Moodle;
-nbgrader_hooks.py formgrader's buttons through this grader; validate.py `make validate`.
-
+Around grading, the term: intake/ and collect.py take an LMS download into submitted/, notebook by notebook,
+earlier copies kept; handin.py a student's hand-in zip; export.py the grades for Canvas and Moodle.
 Everything a student controls is escaped where it is shown (text.py).
 """
 from __future__ import annotations
 
 ASSIGNMENT = "lec02"
-STAGES = ("submission", "scan", "plan", "judge", "score", "artifacts", "gradebook")

@@ -20,6 +20,7 @@ import nbformat
 from . import ASSIGNMENT, feedback
 from .course import Notebook
 from .pipeline import Job
+from .records import Judged
 from .score import NotebookResult, exercise_names
 from .text import multiline
 
@@ -65,19 +66,18 @@ def load(course: Path, student: str) -> dict[str, dict]:
     return found
 
 
-def executed_notebook(nb_path: Path, nb: Notebook, job: Job, judged: dict | None,
+def executed_notebook(nb_path: Path, nb: Notebook, job: Job, judged: Judged | None,
                       result: NotebookResult | None = None) -> nbformat.NotebookNode:
     """The instructor's notebook with the student's answers; under each cell of theirs what it printed (text only,
     and nothing a process printed after it had received a hidden case: link.WITHHELD), under each test cell the
     grader's verdict lines (feedback.result_line: visible groups in full, hidden ones by status and hint)."""
     notebook = nbformat.read(nb_path, as_version=4)
     printed: dict[int, str] = {}
-    for status in (judged or {}).get("cells") or []:
-        if isinstance(status, dict) and isinstance(status.get("index"), int):
-            text = str(status.get("stdout") or "")
-            if status.get("status") not in ("ok", None):
-                text += f"\n[{status.get('status')}: {status.get('ename', '')}: {status.get('message', '')}]"
-            printed[status["index"]] = text
+    for status in judged.cells if judged is not None else []:
+        text = status.stdout
+        if status.status != "ok":
+            text += f"\n[{status.status}: {status.ename}: {status.message}]"
+        printed[status.index] = text
     by_gid = {t.grade_id: t for t in (result.tests if result else [])}
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
@@ -99,7 +99,7 @@ def executed_notebook(nb_path: Path, nb: Notebook, job: Job, judged: dict | None
     return notebook
 
 
-def write(course: Path, nb: Notebook, job: Job, judged: dict | None, result: NotebookResult) -> None:
+def write(course: Path, nb: Notebook, job: Job, judged: Judged | None, result: NotebookResult) -> None:
     """The autograded notebook, its grading summary and the student's feedback page."""
     target = course / "autograded" / job.student / ASSIGNMENT
     target.mkdir(parents=True, exist_ok=True)
@@ -109,7 +109,7 @@ def write(course: Path, nb: Notebook, job: Job, judged: dict | None, result: Not
     (target / f"{nb.stem}.grading.json").write_text(json.dumps(summary(result, job, status), ensure_ascii=False),
                                                     encoding="utf-8")
     page = feedback.page(nb, course / "notebooks" / ASSIGNMENT / nb.name, result, job.answers,
-                         (judged or {}).get("cells") or [])
+                         judged.cells if judged is not None else [])
     out = course / "feedback" / job.student / ASSIGNMENT / f"{nb.stem}.html"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")

@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 
 from .course import Notebook
+from .records import CellStatus
 from .score import NotebookResult, TestResult, exercise_names
 from .text import html, multiline
 
@@ -116,15 +117,16 @@ def _markdown(text: str) -> str:
     return _MARKDOWN(text)
 
 
-def page(nb: Notebook, release_path: Path, result: NotebookResult, answers: dict[str, str], cells: list) -> str:
+def page(nb: Notebook, release_path: Path, result: NotebookResult, answers: dict[str, str],
+         cells: list[CellStatus]) -> str:
     """The feedback page: the release with the student's answers and the grader's lines (HTML)."""
     release = nbformat.read(release_path, as_version=4)
     by_gid = {t.grade_id: t for t in result.tests}
     errors = {}
     index_of = {c.grade_id: c.index for c in nb.cells if c.grade_id}
     for status in cells:
-        if isinstance(status, dict) and status.get("status") not in ("ok", None):
-            errors[status.get("index")] = status
+        if status.status != "ok":
+            errors[status.index] = status
     body = [f"<h1>评分反馈 (feedback): {html(nb.stem)}</h1>",
             f"<p>得分 (score): <b>{result.score:g} / {nb.max_score:g}</b></p>",
             "<table><tr><th>检查 (test cell)</th><th>分数 (points)</th><th>结果 (status)</th></tr>"]
@@ -151,9 +153,8 @@ def page(nb: Notebook, release_path: Path, result: NotebookResult, answers: dict
             body.append(f"<pre class='answer'>{html(source, 200_000)}</pre>")
             error = errors.get(index_of.get(gid))
             if error:
-                where = f" (第 {error['line']} 行)" if isinstance(error.get("line"), int) else ""
-                body.append(f"<p class='note'>你的答案单元格出错 (your answer cell raised): "
-                            f"{html(error.get('ename', ''))}{where}</p>")
+                where = f" (第 {error.line} 行)" if isinstance(error.line, int) else ""
+                body.append(f"<p class='note'>你的答案单元格出错 (your answer cell raised): {html(error.ename)}{where}</p>")
         elif gid in by_gid:
             body.append(f"<pre>{html(cell.source, 100_000)}</pre>")
             test = by_gid[gid]

@@ -55,15 +55,16 @@ def write(folder: Path, out: Path, student: str | None = None) -> list[str]:
 
 def validate_all(paths: list[Path]) -> tuple[int, list[str]]:
     """(0 when every notebook could be read else 1, one summary line per notebook) from `make validate`'s checks."""
-    from . import pipeline, sandbox, validate
+    from . import validate
+    from .run.preflight import font_cache, package_dir
+    from .runtime import Runtime
 
     scratch = Path(tempfile.mkdtemp(prefix="lecture2-handin-"))
     status, lines = 0, []
     try:
-        runtime = pipeline.Runtime(cell_timeout=120.0, notebook_timeout=900, sandboxed=False,
-                                   limits=sandbox.Limits(memory=None), threads=os.cpu_count() or 1)
-        runtime.package = pipeline.package_dir()
-        runtime.mpl_cache = pipeline.font_cache(scratch)
+        runtime = Runtime.for_student()
+        runtime.package = package_dir()
+        runtime.mpl_cache = font_cache(scratch)
         for path in paths:
             code, result = validate.validate(path, runtime)
             head = result[0] if result else terminal(path.name)

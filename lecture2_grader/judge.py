@@ -8,8 +8,8 @@ defines is bound to a lecture2.answers.Remote, so a test cell reads and runs as 
 the student's process (lecture2_grader.kernel, in its sandbox), which gets the case's inputs and sends back
 plain data. Before each test cell, the student's process runs the cells that come before it (the order of the
 notebook is kept). Expected values, tolerances, check groups and hints stay here; each exercise's outcome comes
-from lecture2.checks.exercise through this process's result sink. What it writes on its standard output is
-the results (JSON), read by the grader as its own.
+from lecture2.checks.exercise, reported to this process's Sink (checks.reporting_to). What it writes on its
+standard output is the results (JSON), read by the grader as its own.
 """
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ import signal
 import sys
 import time
 import traceback
-import types
 
+from . import score
 from .course import hidden_range
 from .link import WITHHELD
-from . import score
+from .records import CellStatus, Judged, KernelReport, TestRun
 from .score import group_lines
 
 
@@ -85,16 +85,10 @@ def _error(err: BaseException, filename: str, hidden: tuple[int, int] | None, ta
             "hint_key": getattr(err, "hint_key", None), "hint": _trim(getattr(err, "hint", None))}
 
 
-def install_sink() -> Sink:
-    """This process's result sink, where lecture2.checks.exercise reports (one per process)."""
-    sink = Sink()
-    sys.modules["_lecture2_result_sink"] = types.SimpleNamespace(report=sink.report, group_done=sink.group_done)
-    return sink
-
-
-def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout: float) -> dict:
-    """Run one test cell here, its answer names reaching the student's process through `link`."""
-    from lecture2 import answers
+def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout: float) -> TestRun:
+    """Run one test cell here, its answer names reaching the student's process through `link`, its exercises
+    reporting to `sink`."""
+    from lecture2 import answers, checks
 
     sink.reports, sink.tainted, sink.link = {}, set(), link
     link.new_budget()
@@ -107,16 +101,16 @@ def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout
                  **{name: answers.Remote(name, link) for name in answer_names}}
     start = time.monotonic()
     link.deadline = start + cell_timeout
-    entry = {"grade_id": test["grade_id"], "index": test["index"], "status": "ok", "error": None}
+    entry = TestRun(test["grade_id"], test["index"])
     try:
-        with contextlib.redirect_stdout(io.StringIO()):  # what a check prints is the lab's: the verdicts are data
-            exec(compile(test["source"], filename, "exec"), namespace)
+        with contextlib.redirect_stdout(io.StringIO()), checks.reporting_to(sink):  # what a check prints is the
+            exec(compile(test["source"], filename, "exec"), namespace)          # lab's: the verdicts are data
     except Exception as err:  # a failed exercise raises CheckFailed; anything else is the check's own error
-        entry["status"] = "failed" if type(err).__name__ == "CheckFailed" else "error"
-        entry["error"] = _error(err, filename, hidden, link.tainted) if entry["status"] == "error" else None
+        entry.status = "failed" if isinstance(err, checks.CheckFailed) else "error"
+        entry.error = _error(err, filename, hidden, link.tainted) if entry.status == "error" else None
     finally:
         link.hidden = None
-    entry.update(seconds=round(time.monotonic() - start, 3), reports=sink.reports)
+    entry.seconds, entry.reports = round(time.monotonic() - start, 3), sink.reports
     return entry
 
 
@@ -130,12 +124,12 @@ def kernel_link(job: dict):
                                  max_starts=spec.get("max_starts", 3)))
 
 
-def judge(job: dict) -> dict:
+def judge(job: dict) -> Judged:
     """Run a job's test cells in order, the student's process running the cells before each; the results."""
     link = kernel_link(job)
-    sink = install_sink()
+    sink = Sink()
     pending = sorted(job["cells"], key=lambda c: c["at"])
-    cells: dict[int, dict] = {}
+    cells: dict[int, CellStatus] = {}
     results = []
     stopped = False
     try:
@@ -145,8 +139,9 @@ def judge(job: dict) -> dict:
             if before:
                 link.new_budget()
                 for status in link.run_cells(before, job["cell_timeout"]):
-                    if isinstance(status, dict) and isinstance(status.get("index"), int):
-                        cells[status["index"]] = status
+                    cell = CellStatus.from_json(status)
+                    if cell is not None:
+                        cells[cell.index] = cell
             results.append(run_test(link, sink, test, job["answer_names"], job["cell_timeout"]))
     except Stopped:
         stopped = True
@@ -154,14 +149,14 @@ def judge(job: dict) -> dict:
     finally:
         link.close()
     events = link.events
-    return {"tests": results, "stopped": stopped, "cells": [cells[i] for i in sorted(cells)],
-            "kernel": {"starts": events.starts, "deaths": events.deaths, "oom": events.oom,
-                       "output_tail": events.output_tail[-4000:]}}
+    return Judged(results, [cells[i] for i in sorted(cells)],
+                  KernelReport(events.starts, events.deaths, events.oom, events.output_tail[-4000:]),
+                  "stopped" if stopped else "")
 
 
 def run_job(job: dict) -> dict:
-    """Set this process up for `job` (threads, GPU, the grading flag) and judge it. Call it in a fresh process:
-    `python -m lecture2_grader.judge`, or a child of pipeline's fork server."""
+    """Set this process up for `job` (threads, GPU, the grading flag) and judge it; the results as JSON-able data
+    (records.Judged). Call it in a fresh process: `python -m lecture2_grader.judge`, or a child of the fork server."""
     signal.signal(signal.SIGTERM, _on_term)
     if not job.get("cuda", True):
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the student's process has no GPU: the checks must not use one
@@ -172,7 +167,7 @@ def run_job(job: dict) -> dict:
         import torch
 
         torch.set_num_threads(int(threads))
-    return judge(job)
+    return judge(job).to_json()
 
 
 def main() -> int:

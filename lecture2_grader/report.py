@@ -6,24 +6,10 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from .records import StudentRun
 
 
-@dataclass
-class Student:
-    """One student's grading: problems found (already prefixed with the notebook), scores per notebook."""
-
-    name: str
-    problems: list[str] = field(default_factory=list)
-    scores: dict[str, float] = field(default_factory=dict)  # notebook stem -> points (from the gradebook)
-    seconds: float = 0.0
-
-    @property
-    def total(self) -> float:
-        return sum(self.scores.values())
-
-
-def report_line(student: Student, max_total: float) -> str:
+def report_line(student: StudentRun, max_total: float) -> str:
     """One terminal line: every problem, with anything a student could have written in it escaped."""
     from .text import terminal
 

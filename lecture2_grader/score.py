@@ -12,6 +12,7 @@ import ast
 from dataclasses import dataclass, field
 
 from .course import Notebook
+from .records import Judged, TestRun
 
 SHOWN = ("hint_key", "hint", "what", "want", "got", "ratio", "difference", "message")  # a group's details, as judged
 
@@ -83,7 +84,7 @@ def group_lines(source: str) -> dict[str, int]:
     return lines
 
 
-def _status(result: TestResult, entry: dict | None) -> str:
+def _status(result: TestResult, entry: TestRun | None) -> str:
     statuses = [g["status"] for g in result.groups]
     if entry is None:
         return "not run"
@@ -93,17 +94,14 @@ def _status(result: TestResult, entry: dict | None) -> str:
         return "not implemented"
     if any(s == "timeout" for s in statuses):
         return "timeout" if result.points == 0 else "partial"
-    if entry.get("status") == "error" and not any(g["passed"] for g in result.groups):
+    if entry.status == "error" and not any(g["passed"] for g in result.groups):
         return "error"
     return "partial" if result.points > 0 else "failed"
 
 
-def score(nb: Notebook, judged: dict | None) -> NotebookResult:
-    """Each test cell's points from the judge's results (None: the judge did not report: nothing earned)."""
-    by_index = {}
-    for entry in (judged or {}).get("tests", []):
-        if isinstance(entry, dict) and isinstance(entry.get("index"), int):
-            by_index[entry["index"]] = entry
+def score(nb: Notebook, judged: Judged | None) -> NotebookResult:
+    """Each test cell's points from the judge's results (None, or a notebook the judge did not run: nothing earned)."""
+    by_index = {entry.index: entry for entry in (judged.tests if judged is not None and judged.ran else [])}
     results = []
     for cell in nb.tests:
         maximum = max(0.0, float(cell.points))
@@ -111,9 +109,9 @@ def score(nb: Notebook, judged: dict | None) -> NotebookResult:
         declared = exercise_groups(cell.source)
         lines = group_lines(cell.source)
         total = sum(sum(g.values()) for g in declared.values())
-        result = TestResult(cell.grade_id, 0.0, maximum, "not run", seconds=float((entry or {}).get("seconds", 0.0)))
+        result = TestResult(cell.grade_id, 0.0, maximum, "not run", seconds=entry.seconds if entry else 0.0)
         present = 0.0
-        reports = (entry or {}).get("reports") or {}
+        reports = entry.reports if entry else {}
         for name, groups in declared.items():
             reported = reports.get(name) if isinstance(reports.get(name), dict) else {}
             for label, weight in groups.items():
@@ -133,8 +131,8 @@ def score(nb: Notebook, judged: dict | None) -> NotebookResult:
                 result.points += share if passed else 0.0
         result.points = min(max(result.points, 0.0), maximum)  # clamped to the cell's points
         result.visible_max = maximum * present / total if total else 0.0
-        if entry is not None and entry.get("status") == "error":
-            result.error = entry.get("error")
+        if entry is not None and entry.status == "error":
+            result.error = entry.error
         result.status = _status(result, entry)
         results.append(result)
     return NotebookResult(nb.name, results)

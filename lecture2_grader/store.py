@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import ASSIGNMENT
 from .files import file_hash, write_atomic  # noqa: F401  (file_hash: the key's input)
+from .records import Judged
 
 
 def key(submission: bytes, notebook_digest: str, code_digest: str) -> str:
@@ -36,17 +37,17 @@ class Store:
     def _path(self, student: str, stem: str) -> Path:
         return self.root / student / ASSIGNMENT / f"{stem}.result.json"
 
-    def get(self, student: str, stem: str, key: str) -> dict | None:
-        """The stored judge results of this notebook if they were made with this key, else None."""
+    def get(self, student: str, stem: str, key: str) -> Judged | None:
+        """The stored run of this notebook if it was made with this key, else None."""
         try:
             data = json.loads(self._path(student, stem).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("judged"), dict):
             return None
-        return data["judged"]
+        return Judged.from_json(data["judged"])
 
-    def put(self, student: str, stem: str, key: str, judged: dict, seconds: float) -> None:
+    def put(self, student: str, stem: str, key: str, judged: Judged, seconds: float) -> None:
         write_atomic(self._path(student, stem), json.dumps(
-            {"key": key, "judged": judged, "seconds": round(seconds, 3),
+            {"key": key, "judged": judged.to_json(), "seconds": round(seconds, 3),
              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, ensure_ascii=False))

@@ -12,15 +12,17 @@ its score), 2 for a file that is not a notebook of the assignment or cannot be r
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from . import pipeline, sandbox, submission
+from . import ASSIGNMENT, pipeline, submission
 from .course import load
 from .feedback import text_report
+from .records import Judged
+from .run.preflight import font_cache, package_dir
+from .runtime import CELL_SECONDS, Runtime
 from .text import multiline, terminal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,13 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def release_copy(name: str) -> Path | None:
     """The untouched release notebook `name`: the bundle keeps one in .release/, the course in notebooks/."""
-    for folder in (ROOT / ".release" / "lec02", ROOT / "notebooks" / "lec02"):
+    for folder in (ROOT / ".release" / ASSIGNMENT, ROOT / "notebooks" / ASSIGNMENT):
         if (folder / name).is_file():
             return folder / name
     return None
 
 
-def validate(path: Path, runtime: pipeline.Runtime) -> tuple[int, list[str]]:
+def validate(path: Path, runtime: Runtime) -> tuple[int, list[str]]:
     """(exit status, lines to print) for one student notebook."""
     release = release_copy(path.name)
     if release is None:
@@ -43,7 +45,7 @@ def validate(path: Path, runtime: pipeline.Runtime) -> tuple[int, list[str]]:
     job = pipeline.prepare("you", path, nb, runtime)
     if job.judge is None:
         return 2, [f"{terminal(path.name)}: {terminal(job.problems[0] if job.problems else 'cannot be read')}"]
-    judged = pipeline.execute(job.judge, runtime)
+    judged = Judged.from_json(pipeline.execute(job.judge, runtime))
     result = pipeline.finish(job, judged, nb)
     visible = sum(t.visible_max if t.visible_max is not None else t.max_points for t in result.tests)
     lines = [f"{nb.stem}: {result.score:g}/{visible:g} 分 (points) in the visible checks, of {nb.max_score:g} in all "
@@ -61,15 +63,15 @@ def validate(path: Path, runtime: pipeline.Runtime) -> tuple[int, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make validate NOTEBOOK=...", description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="+", type=Path, help="your notebook file(s)")
-    parser.add_argument("--cell-timeout", type=float, default=120.0, help="seconds one cell may run (default 120)")
+    parser.add_argument("--cell-timeout", type=float, default=CELL_SECONDS,
+                        help=f"seconds one cell may run (default {CELL_SECONDS:g})")
     args = parser.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="lecture2-validate-"))
     status = 0
     try:
-        runtime = pipeline.Runtime(cell_timeout=args.cell_timeout, notebook_timeout=900, sandboxed=False,
-                                   limits=sandbox.Limits(memory=None), threads=os.cpu_count() or 1)
-        runtime.package = pipeline.package_dir()
-        runtime.mpl_cache = pipeline.font_cache(scratch)
+        runtime = Runtime.for_student(args.cell_timeout)
+        runtime.package = package_dir()
+        runtime.mpl_cache = font_cache(scratch)
         for path in args.notebooks:
             if not path.is_file():
                 print(f"{terminal(path)}: no such file")

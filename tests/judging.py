@@ -17,21 +17,24 @@ from pathlib import Path
 import nbformat
 
 from conftest import RELEASE, SOLUTIONS
-from lecture2_grader import course, judge, pipeline, plan, sandbox, score
+from lecture2_grader import course, judge, plan, sandbox, score
 from lecture2_grader.link import KernelLink, KernelSpec
+from lecture2_grader.records import Judged
+from lecture2_grader.run import preflight
+from lecture2_grader.runtime import Runtime
 from lecture2_grader.submission import Answers
 
 _MPL: Path | None = None
 
 
-def runtime(sandboxed: bool = False, threads: int = 2) -> pipeline.Runtime:
+def runtime(sandboxed: bool = False, threads: int = 2) -> Runtime:
     """A grading runtime for tests: this environment's lecture2, a font cache made once per session."""
     global _MPL
     if _MPL is None:
-        _MPL = pipeline.font_cache(Path(tempfile.mkdtemp(prefix="lecture2-test-mpl-")))
-    rt = pipeline.Runtime(cell_timeout=300, notebook_timeout=900, sandboxed=sandboxed, threads=threads,
+        _MPL = preflight.font_cache(Path(tempfile.mkdtemp(prefix="lecture2-test-mpl-")))
+    rt = Runtime(cell_timeout=300, notebook_timeout=900, sandboxed=sandboxed, threads=threads,
                           limits=sandbox.Limits(memory=None if not sandboxed else 6 * 2**30, threads=threads))
-    rt.package, rt.mpl_cache = pipeline.package_dir(), _MPL
+    rt.package, rt.mpl_cache = preflight.package_dir(), _MPL
     return rt
 
 
@@ -48,7 +51,7 @@ class Judging:
         spec = self.runtime.kernel_spec()
         self.link = KernelLink(KernelSpec(binds=spec["binds"], limits=self.runtime.limits, sandboxed=sandboxed,
                                           mpl_cache=spec["mpl_cache"], cell_timeout=300, max_starts=3))
-        self.sink = judge.install_sink()
+        self.sink = judge.Sink()
         self.plan = plan.kernel_plan(self.nb, Answers(sources=answers or reference_answers(name)))
         self.sent = 0
         self.names = self.nb.answer_names()
@@ -72,8 +75,8 @@ class Judging:
         cell = nb.cell(grade_id)
         entry = judge.run_test(self.link, self.sink, {"index": cell.index, "grade_id": grade_id, "source": cell.source},
                                self.names, 300)
-        result = next(t for t in score.score(nb, {"tests": [entry]}).tests if t.grade_id == grade_id)
-        result.error = entry.get("error")
+        result = next(t for t in score.score(nb, Judged(tests=[entry])).tests if t.grade_id == grade_id)
+        result.error = entry.error
         return result
 
     def close(self) -> None:

@@ -27,7 +27,7 @@ from nbgrader.api import Gradebook
 import submissions as sub
 from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, SOLUTIONS, nbgrader_env
 from judging import runtime
-from lecture2_grader import cli, gradebook
+from lecture2_grader import classrun, gradebook
 from lecture2_grader.report import report_line
 from test_browser import CHROMIUM_ARGS, SCREENSHOTS, _api, _chromium, _free_port, _unavailable
 
@@ -66,7 +66,7 @@ def test_the_formgrader_tells_the_truth_keeps_manual_grades_and_grades_through_t
         shutil.copy(folder / NAME, course / kind / ASSIGNMENT)
     _collect(course, sub.filled(NAME, ex01_tensor_bytes=BITS), (2026, 3, 1, 10, 0, 0))
     settings = runtime(sandboxed=True, threads=1)
-    (dana,), _ = cli.grade_class(course, settings)
+    (dana,) = classrun.grade_class(course, settings).students
     assert dana.total == 5 and report_line(dana, 7).endswith("— ok")
 
     marker = Path(f"/tmp/lecture2-formgrader-{secrets.token_hex(6)}")
@@ -160,7 +160,7 @@ def test_the_formgrader_tells_the_truth_keeps_manual_grades_and_grades_through_t
         log.close()
     assert not marker.exists(), "the answer ran outside the sandbox"
     assert sorted(p.name for p in (course / "autograded" / "dana" / ASSIGNMENT).iterdir()) == stored
-    (again,), _ = cli.grade_class(course, settings, ["dana"])  # a rerun keeps the instructor's grade
+    (again,) = classrun.grade_class(course, settings, ["dana"]).students  # a rerun keeps the instructor's grade
     assert again.total == 7
     rows = list(csv.DictReader((course / "grades.csv").open(encoding="utf-8")))
     assert [(r["student"], r["01_tensors_dtypes"], r["total"], r["max_total"], r["late"]) for r in rows] == [

@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,7 +24,9 @@ import pytest
 
 import submissions as sub
 from conftest import ASSIGNMENT, ROOT
-from lecture2_grader import cli, cluster, pipeline
+from lecture2_grader import classrun, pipeline
+from lecture2_grader.run import clusters, dask as cluster
+from lecture2_grader.records import Judged
 from lecture2_grader.course import load as load_notebook
 from test_grade_class import BITS, NB1, TB, grading_runtime, make_course, one
 
@@ -120,9 +121,10 @@ def elsewhere(tmp_path_factory) -> Path:
 def test_an_editable_install_of_another_checkout_is_explained_before_any_notebook(elsewhere):
     """Does the preflight say that the sandbox would import another checkout's lecture2, where, and how to fix
     it (instead of every notebook ending early with exit status 1)?"""
-    probe = ("from lecture2_grader import pipeline\n"
-             "rt = pipeline.Runtime(package=pipeline.package_dir())\n"
-             "pipeline.preflight(rt)\n")
+    probe = ("from lecture2_grader.run import preflight\n"
+             "from lecture2_grader.runtime import Runtime\n"
+             "rt = Runtime(package=preflight.package_dir())\n"
+             "preflight.preflight(rt)\n")
     proc = subprocess.run([str(elsewhere), "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     said = proc.stderr
     assert proc.returncode == 1, said
@@ -142,7 +144,7 @@ def test_a_run_that_ends_early_shows_the_last_lines_of_its_stderr(tmp_path):
     empty.mkdir()
     rt.package = empty
     job = pipeline.prepare("alice", path, notebook, rt)
-    judged = pipeline.execute(job.judge, rt)
+    judged = Judged.from_json(pipeline.execute(job.judge, rt))
     problems = " ".join(pipeline.finish(job, judged, notebook).problems)
     assert "your notebook's process was restarted" in problems, problems
     assert "last output:" in problems and "Error" in problems, problems
@@ -161,20 +163,20 @@ def test_a_cluster_is_named_in_the_course_configuration(tmp_path):
     """Is `--cluster NAME` read from nbgrader_config.py's c.Lecture2Grader.clusters, and is a wrong name, kind or
     a missing package refused with what to do?"""
     shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
-    assert cluster.course_clusters(tmp_path) == {}
+    assert clusters.course_clusters(tmp_path) == {}
     with (tmp_path / "nbgrader_config.py").open("a") as f:
         f.write("\nc.Lecture2Grader.clusters = {'lab': {'kind': 'scheduler', 'address': 'tcp://127.0.0.1:1'},\n"
                 "                              'odd': {'kind': 'mainframe'}, 'k8s': {'kind': 'kubernetes'}}\n")
-    assert cluster.course_clusters(tmp_path)["lab"]["address"] == "tcp://127.0.0.1:1"
+    assert clusters.course_clusters(tmp_path)["lab"]["address"] == "tcp://127.0.0.1:1"
     with pytest.raises(SystemExit, match="no cluster named 'hpc' .*names: k8s, lab, odd"):
-        cluster.from_config(tmp_path, "hpc", grading_runtime())
+        clusters.from_config(tmp_path, "hpc", grading_runtime())
     with pytest.raises(SystemExit, match="kind 'mainframe' is not known"):
-        cluster.from_config(tmp_path, "odd", grading_runtime())
+        clusters.from_config(tmp_path, "odd", grading_runtime())
     try:
         import dask_kubernetes  # noqa: F401
     except ImportError:
         with pytest.raises(SystemExit, match="needs dask-kubernetes"):
-            cluster.from_config(tmp_path, "k8s", grading_runtime())
+            clusters.from_config(tmp_path, "k8s", grading_runtime())
     nbgrader = subprocess.run([str(Path(PY).parent / "nbgrader"), "--version"], cwd=tmp_path, capture_output=True,
                               text=True, timeout=120)
     assert nbgrader.returncode == 0 and "Lecture2Grader" not in nbgrader.stderr, nbgrader.stderr
@@ -185,7 +187,7 @@ def test_kubernetes_workers_get_the_security_context_the_recipe_asks_for():
     dask-kubernetes' make_cluster_spec returns), and only them?"""
     resource = {"spec": {"worker": {"spec": {"containers": [{"name": "worker", "securityContext": {"runAsUser": 0}}]}},
                          "scheduler": {"spec": {"containers": [{"name": "scheduler"}]}}}}
-    made = cluster.with_worker_security(resource, {"privileged": True})
+    made = clusters.with_worker_security(resource, {"privileged": True})
     assert made["spec"]["worker"]["spec"]["containers"][0]["securityContext"] == {"runAsUser": 0, "privileged": True}
     assert "securityContext" not in made["spec"]["scheduler"]["spec"]["containers"][0]
 
@@ -221,7 +223,7 @@ def on_dask(dask, tmp_path_factory):
     root = tmp_path_factory.mktemp("classes")
     here = new_course(root / "here", cases())
     there = new_course(root / "there", cases())
-    here_students, _ = cli.grade_class(here, grading_runtime(cell_timeout=30), jobs=2)
+    here_students = classrun.grade_class(here, grading_runtime(cell_timeout=30), jobs=2).students
     rt = grading_runtime(cell_timeout=30)
     executor = cluster.DaskExecutor(rt, dask.address, first_worker_timeout=300)
     killed = {}
@@ -245,7 +247,8 @@ def on_dask(dask, tmp_path_factory):
     killer = threading.Thread(target=kill_the_slow_one, daemon=True)
     killer.start()
     try:
-        there_students, notes = cli.grade_class(there, rt, executor=executor)
+        graded = classrun.grade_class(there, rt, executor=executor)
+        there_students, notes = graded.students, graded.notes
     finally:
         executor.close()
     killer.join(5)

@@ -23,7 +23,7 @@ from nbgrader.api import Gradebook
 import submissions as sub
 from conftest import ASSIGNMENT, RELEASE, ROOT, SOLUTIONS, hidden_lines
 from judging import runtime as judging_runtime
-from lecture2_grader import cli, gradebook, sandbox
+from lecture2_grader import classrun, cli, gradebook, sandbox
 from lecture2_grader.report import report_line
 
 pytestmark = pytest.mark.slow
@@ -375,7 +375,8 @@ def graded(tmp_path_factory):
     checks_before = hashlib.sha256((ROOT / "lecture2" / "checks.py").read_bytes()).hexdigest()
     correct_before = (course / "submitted" / "correct" / ASSIGNMENT / NB1).read_bytes()
     start = time.perf_counter()
-    students, notes = cli.grade_class(course, grading_runtime(), jobs=2)
+    run = classrun.grade_class(course, grading_runtime(), jobs=2)
+    students, notes = run.students, run.notes
     seconds = time.perf_counter() - start
     time.sleep(3)  # the escape's detached process would have written by now
     return {"course": course, "cases": cases, "students": {s.name: s for s in students}, "notes": notes,
@@ -472,7 +473,7 @@ def test_the_mistakes_table_counts_exactly_who_made_each_mistake(graded):
 
 def test_grading_one_student_again_keeps_the_class(graded):
     course, cases = graded["course"], graded["cases"]
-    again, _ = cli.grade_class(course, grading_runtime(), ["planted-mistake"], jobs=1)
+    again = classrun.grade_class(course, grading_runtime(), ["planted-mistake"], jobs=1).students
     assert again[0].total == 5
     rows = {r["student"] for r in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
     assert len(rows) == len(cases)
@@ -486,10 +487,10 @@ def test_a_missing_sandbox_is_refused_with_a_clear_message(monkeypatch):
 
 def test_bad_course_folder_is_explained(tmp_path):
     with pytest.raises(SystemExit, match="not the course folder"):
-        cli.grade_class(tmp_path, grading_runtime())
+        classrun.grade_class(tmp_path, grading_runtime())
     (tmp_path / "nbgrader_config.py").write_text("")
     with pytest.raises(SystemExit, match="no submissions"):
-        cli.grade_class(tmp_path, grading_runtime())
+        classrun.grade_class(tmp_path, grading_runtime())
 
 
 @pytest.mark.parametrize("args, message", [
@@ -593,9 +594,10 @@ def test_a_failed_notebook_is_stored_with_its_cause_and_not_run_again(graded):
     course = graded["course"]
     stalled = {"error": "stopped at the notebook's time limit (120 s)", "cause": "time limit", "log": ""}
     first = _Recorded(stalled)
-    students, _ = cli.grade_class(course, grading_runtime(), ["correct"], regrade=True, executor=first)
+    students = classrun.grade_class(course, grading_runtime(), ["correct"], regrade=True, executor=first).students
     assert first.asked == 1 and students[0].total == 0 and "time limit" in " ".join(students[0].problems)
     again = _Recorded(None)
-    students, notes = cli.grade_class(course, grading_runtime(), ["correct"], executor=again)
+    run = classrun.grade_class(course, grading_runtime(), ["correct"], executor=again)
+    students, notes = run.students, run.notes
     assert again.asked == 0 and students[0].total == 0 and any("stored results were used" in n for n in notes)
-    cli.grade_class(course, grading_runtime(), ["correct"], regrade=True, jobs=1)  # the class as it was, for the tests after
+    classrun.grade_class(course, grading_runtime(), ["correct"], regrade=True, jobs=1)  # the class as it was, for the tests after

@@ -3,11 +3,18 @@ from __future__ import annotations
 
 from conftest import RELEASE, SOLUTIONS
 from lecture2_grader import course
-from lecture2_grader.score import exercise_groups, score
+from lecture2_grader.records import Judged
+from lecture2_grader.score import exercise_groups
+from lecture2_grader.score import score as score_judged
 
 NAME = "01_tensors_dtypes.ipynb"
 NB = course.load(SOLUTIONS / NAME, RELEASE / NAME)
 RELEASED = course.load(RELEASE / NAME, RELEASE / NAME)
+
+
+def score(nb, data: dict | None):
+    """score.score on judge results written as the judge writes them (JSON), read as the grader reads them."""
+    return score_judged(nb, None if data is None else Judged.from_json(data))
 
 
 def judged(failing: dict[str, set[str]] | None = None, **extra) -> dict:

@@ -21,7 +21,8 @@ import pytest
 import submissions as sub
 from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, SOLUTIONS, nbgrader_env
 from judging import runtime as judging_runtime
-from lecture2_grader import cli, executors, export, gradebook, sandbox
+from lecture2_grader import classrun, export, sandbox
+from lecture2_grader.run.local import LocalExecutor
 
 pytestmark = pytest.mark.slow
 NB1 = "01_tensors_dtypes.ipynb"
@@ -31,7 +32,7 @@ DUE = "2026-03-02T23:59:00+08:00"
 SCREENSHOTS = ROOT / ".artefacts" / "screenshots"
 
 
-class CountingExecutor(executors.LocalExecutor):
+class CountingExecutor(LocalExecutor):
     """The local executor, counting the notebooks it is given to run."""
 
     def __init__(self, *args, **kwargs):
@@ -60,7 +61,8 @@ def _zip(path: Path, entries: dict) -> Path:
 def _grade(course: Path):
     ex = CountingExecutor(grading_runtime(), 2)
     try:
-        students, notes = cli.grade_class(course, grading_runtime(), jobs=2, executor=ex)
+        run = classrun.grade_class(course, grading_runtime(), jobs=2, executor=ex)
+        students, notes = run.students, run.notes
     finally:
         ex.close()
     return {s.name: s for s in students}, notes, ex.submitted

@@ -20,7 +20,7 @@ from nbgrader.api import Gradebook
 from conftest import ASSIGNMENT, SOLUTIONS, hidden_lines, notebook_names
 import submissions as sub
 from judging import runtime
-from lecture2_grader import cli
+from lecture2_grader import classrun
 from lecture2_grader.report import report_line
 from planted import all_planted
 
@@ -64,7 +64,7 @@ def graded(course):
         expected["_planted"][stem] = (_test_cell_after(name, first.grade_id), lost)
     rt = runtime(sandboxed=True, threads=1)
     rt.cell_timeout, rt.notebook_timeout = 300, 900
-    students, _ = cli.grade_class(course, rt, jobs=2)
+    students = classrun.grade_class(course, rt, jobs=2).students
     expected["_report"] = {s.name: report_line(s, 0) for s in students}
     yield expected
     shutil.rmtree(course / "submitted", ignore_errors=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lecture2 import estimate, hardware, planner
-from lecture2.planning import collectives, compute, costs, memory, schedule, step
+from lecture2.planning import collectives, compute, costs, memory, step
 
 SEVEN = planner.model("lecture-7b")
 RUN = planner.Run(gpus=256)

@@ -38,7 +38,10 @@ from pathlib import Path
 
 import nbformat
 
-from lecture2_grader import ASSIGNMENT, cli, executors, gradebook, pipeline
+from lecture2_grader import ASSIGNMENT, classrun, gradebook
+from lecture2_grader.run import judges
+from lecture2_grader.run.local import LocalExecutor
+from lecture2_grader.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS_ROWS = (30, 200, 1000, 5000)
@@ -117,10 +120,7 @@ def percentile(values: list[float], q: float) -> float:
 def warm_forkserver() -> None:
     """Start this process's judge fork server (torch imported once) before anything is timed, as a Dask worker
     does in its preflight."""
-    if pipeline._forkserver_usable():
-        child = pipeline._context().Process(target=os.getpid)
-        child.start()
-        child.join()
+    judges.warm(Runtime())
 
 
 class MemorySampler:
@@ -161,7 +161,7 @@ def grade(course: Path, executor, runtime, label: str, figures: dict, memory: bo
     recorder = Recorder(executor)
     start = time.perf_counter()
     with MemorySampler(interval=1.0 if memory else 1e9) as memory:
-        students, notes = cli.grade_class(course, runtime, executor=recorder, regrade=True)
+        students = classrun.grade_class(course, runtime, executor=recorder, regrade=True).students
     total = time.perf_counter() - start
     span = recorder.span()
     figures["runs"][label] = {"wall": total, "span": span, "fixed": total - span, "judged": recorder.judged(),
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from distributed import LocalCluster
 
-    from lecture2_grader import cluster
+    from lecture2_grader.run import dask as cluster
 
     figures: dict = {"machine": machine(), "students": args.students, "runs": {}, "command": " ".join(sys.argv)}
     print(f"machine: {figures['machine']['nproc']} cores ({figures['machine']['cpu']}), Python "
@@ -229,15 +229,15 @@ def main(argv: list[str] | None = None) -> int:
             plain = figures["plain"] = time.perf_counter() - start
             print(f"{'plain: run_cells.py on the ' + str(len(paths)) + ' notebooks':<46} {plain:7.1f} s", flush=True)
             one = course_with(1, tmp / "one", submission)
-            rt = cli.make_runtime(cores)
-            run = grade(one, executors.LocalExecutor(rt, cores), rt, f"grade one full submission (--jobs {cores})",
+            rt = Runtime.for_class(cores)
+            run = grade(one, LocalExecutor(rt, cores), rt, f"grade one full submission (--jobs {cores})",
                         figures)
             print(f"ratio grade one (judging) / plain: {run.span() / plain:.2f} (goal <= 1.5)", flush=True)
         course = course_with(args.students, tmp / "class", submission)
         gradebook.register(course)  # the class's fixed cost, once
         for jobs in (1, 2):
-            rt = cli.make_runtime(jobs)
-            executor = executors.LocalExecutor(rt, jobs)
+            rt = Runtime.for_class(jobs)
+            executor = LocalExecutor(rt, jobs)
             try:
                 grade(course, executor, rt, f"{args.students} submissions, local pool --jobs {jobs}", figures,
                       memory=jobs == 2)
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                 executor.close()
         dask_runs = [2] if args.skip_dask_one else [2, 1]
         for workers in dask_runs:
-            rt = cli.make_runtime(workers)
+            rt = Runtime.for_class(workers)
             local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                  silence_logs=40)
             executor = cluster.DaskExecutor(rt, cluster=local, name=f"LocalCluster({workers})")

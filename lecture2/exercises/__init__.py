@@ -15,6 +15,7 @@ the result with, and which usual mistakes it names. One module per notebook, nam
 A test cell reads as the exercise's specification: its check groups, and in each group the cases with their
 expected values and sources; the calls below do the comparing and the hints. Expected values are measured
 here (a real tensor's nbytes, torch.finfo) or passed in by the test cell (reference numbers with sources);
-no module holds an exercise's answer. Test cells reload a module after `lecture2.checks`, so that nothing a
-notebook's earlier cells did can change how a check runs.
+no module holds an exercise's answer. A test cell imports its module and `lecture2.checks`; where its verdict is
+computed is the caller's choice (the lab, validate, the judge: `checks.reporting_to`). Under grading no student
+code runs in the process that checks, so nothing a notebook's cells did can change how a check runs.
 """

@@ -11,22 +11,14 @@ bytes one RMSNorm saves, the block scales and quantization maps bitsandbytes hol
 """
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 from contextlib import contextmanager, nullcontext
 
 import torch
 
-import lecture2.measure
-import lecture2.models
-import lecture2.training_state
-from lecture2 import answers, checks
+from lecture2 import answers, checks, measure, models, training_state
 
-# fresh copies of the instruments (test cells reload this module): nothing a notebook's cells did to them counts
-measure = importlib.reload(lecture2.measure)
-models = importlib.reload(lecture2.models)
-training_state = importlib.reload(lecture2.training_state)
 
 checks.register_hints({
     # training_state_bytes

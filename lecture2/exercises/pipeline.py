@@ -114,7 +114,8 @@ def rejects(fn, *args) -> None:
         _answer(fn, *args, what=f"pipeline_schedule{args}")
     except ValueError:
         return
-    checks.fail(f"pipeline_schedule{args} 应该 raise ValueError: interleaving 需要 m 是 p 的倍数 (Megatron)")
+    checks.fail(f"pipeline_schedule{args} 应该 raise ValueError: interleaving 需要 m 是 p 的倍数 (Megatron)",
+                "raises_value_error")
 
 
 # How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).

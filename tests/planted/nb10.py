@@ -239,5 +239,5 @@ def pipeline_schedule(p, m, v, stage):
     bubble = (p - 1) / (v * m + p - 1)
     in_flight = min(p - stage, m) if v == 1 else min(2 * (p - stage - 1) + (v - 1) * p + 1, v * m) / v
     return {"bubble": float(bubble), "in_flight": float(in_flight)}
-''', "raise ValueError"),
+''', HINTS["raises_value_error"]),
 ]

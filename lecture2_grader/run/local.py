@@ -1,28 +1,13 @@
-"""Where judges run. An executor takes a judge's job (plain data, pipeline.Job.judge) and returns a future of
-its results (plain data); the class grader (cli.py) does everything else in its own process: the results
-store, scores, feedback, the gradebook, grades.csv and the class report. So a score is the same whichever
-executor computed it.
-
-    LocalExecutor(runtime, jobs)          this machine: `jobs` judges at once, each with its own sandboxed student process
-    cluster.DaskExecutor(runtime, addr)   a Dask cluster: one task per student notebook, on workers that proved they
-                                          grade with this code and sandbox (lecture2_grader.cluster)
-
-The interface, as cli.grade_class uses it:
-
-    preflight() -> notes     before the first notebook: the sandbox works where judges run (SystemExit if not)
-    submit(judge_job, label) -> Future of the results dict (label: "student/notebook", for the executor's logs)
-    timing(future) -> {"seconds": how long the judge ran, ...} or None
-    stop()                   Ctrl-C: cancel what has not started, stop the judges running (their results are
-                             discarded; those notebooks are graded again next time)
-    describe() -> str, close()
-"""
+"""This machine's executor: `jobs` judges at once, each started by judges.run in a thread of a pool."""
 from __future__ import annotations
 
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from . import pipeline
+from .. import pipeline
+from ..runtime import Runtime
+from . import judges, preflight
 
 
 class LocalExecutor:
@@ -30,7 +15,7 @@ class LocalExecutor:
 
     name = "this machine"
 
-    def __init__(self, runtime: pipeline.Runtime, jobs: int = 1):
+    def __init__(self, runtime: Runtime, jobs: int = 1):
         self.runtime, self.jobs = runtime, jobs
         self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="judge")
         self._threads: set[int] = set()
@@ -42,9 +27,9 @@ class LocalExecutor:
         return f"{self.jobs} job{'s' if self.jobs != 1 else ''} on this machine"
 
     def preflight(self) -> list[str]:
-        """pipeline.preflight once for this executor's runtime (a --watch session checks once)."""
+        """preflight.preflight once for this executor's runtime (a --watch session checks once)."""
         if self._notes is None:
-            self._notes = pipeline.preflight(self.runtime)
+            self._notes = preflight.preflight(self.runtime)
         return list(self._notes)
 
     def _run(self, judge_job: dict, box: list) -> dict:
@@ -75,7 +60,7 @@ class LocalExecutor:
         with self._lock:
             threads = set(self._threads)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        pipeline.stop_running(threads)
+        judges.stop_running(threads)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

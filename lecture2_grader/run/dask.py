@@ -1,9 +1,9 @@
 """Grading on a Dask cluster: one task per student notebook, the same pipeline and sandbox on every worker.
 
     .venv/bin/python -m lecture2_grader --scheduler tcp://HOST:8786   # a Dask scheduler already running
-    .venv/bin/python -m lecture2_grader --cluster hpc                 # a cluster named in nbgrader_config.py
+    .venv/bin/python -m lecture2_grader --cluster hpc                 # a cluster named in nbgrader_config.py (clusters.py)
 
-The instructor's process (cli.py) reads and plans every notebook, sends each judge's job (plain data) to the
+The instructor's process (classrun.py) reads and plans every notebook, sends each judge's job (plain data) to the
 cluster and gets the judge's results back as data (JSON text); it alone writes the results store, the
 gradebook, grades.csv, feedback and the class report. A worker only runs `pipeline.execute`, with its own
 sandbox, its own lecture2 and its own font cache, so a score is the one this machine would give.
@@ -11,15 +11,15 @@ sandbox, its own lecture2 and its own font cache, so a score is the one this mac
     WorkerSetup    a worker plugin. On every worker of the cluster, there now or joining later, it proves
                    that the worker grades with the instructor's code (content hashes of lecture2 and of this
                    grader, torch's release, Python's), then that it can start the student's process in its
-                   sandbox and import the course there (pipeline.preflight). Only a worker that passed holds
+                   sandbox and import the course there (preflight.preflight). Only a worker that passed holds
                    this run's Dask resource, so only it is given the run's tasks. One that fails says why in one
                    line (the instructor sees it) and takes none.
     judge_task     what runs on a worker: checks the worker's code again, then pipeline.execute
-    DaskExecutor   the executor (executors.py): submit(judge_job) -> a Future of the results dict
+    DaskExecutor   the executor (run/__init__.py): submit(judge_job) -> a Future of the results dict
 
 Failures. A worker killed in the middle of a notebook loses its task: the scheduler runs it again on another
 worker (up to distributed.scheduler.allowed-failures times), and the instructor's process gets one result for
-it, so the notebook is graded once. A judge never outlives its worker (pipeline._die_with_parent). The
+it, so the notebook is graded once. A judge never outlives its worker (judges.die_with_parent). The
 instructor's process killed: every result received is already in the results store (store.py), and the next
 run sends only the notebooks without one.
 
@@ -48,19 +48,15 @@ from pathlib import Path
 from distributed import Client, Reschedule, get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from . import pipeline, sandbox
-from .course import tree_digest
+from .. import pipeline, sandbox
+from ..course import tree_digest
+from ..runtime import FIRST_WORKER_SECONDS, GRADER, Runtime
+from . import judges, preflight
 
 TOPIC = "lecture2-grader"  # the scheduler's event log topic where workers say whether they passed
 STRANDED_GRACE = 60.0  # seconds the notebooks left wait when every worker connected has refused them
 WATCH_EVERY = 3.0  # seconds between two looks at the workers' reports while a run lasts
-KINDS = {  # `kind` in a course's cluster settings -> the class that makes the cluster
-    "slurm": "dask_jobqueue.SLURMCluster", "pbs": "dask_jobqueue.PBSCluster", "sge": "dask_jobqueue.SGECluster",
-    "lsf": "dask_jobqueue.LSFCluster", "htcondor": "dask_jobqueue.HTCondorCluster",
-    "kubernetes": "dask_kubernetes.operator.KubeCluster", "local": "distributed.LocalCluster",
-}
-EXTRAS = {"dask_jobqueue": "dask-jobqueue", "dask_kubernetes": "dask-kubernetes (the `kubernetes` extra: "
-          "`.venv/bin/python -m pip install -e '.[kubernetes]'`)"}
+
 
 
 # ---- what a worker must share with the instructor's process
@@ -70,8 +66,8 @@ def identity(package: Path | None = None) -> dict[str, str]:
     """What a score depends on besides the job itself: the course's package and this grader (content hashes
     of their files, as store.py keys results), torch's release (its local build tag, +cpu or +cu126, aside)
     and Python's."""
-    package = package or pipeline.package_dir()
-    return {"lecture2": tree_digest(package), "lecture2_grader": tree_digest(pipeline.GRADER),
+    package = package or preflight.package_dir()
+    return {"lecture2": tree_digest(package), "lecture2_grader": tree_digest(GRADER),
             "torch": importlib.metadata.version("torch").split("+")[0], "python": "%d.%d" % sys.version_info[:2]}
 
 
@@ -117,7 +113,7 @@ class WorkerSetup(WorkerPlugin):
 
     def __init__(self, token: str, expected: dict[str, str], settings: dict):
         self.token, self.expected, self.settings = token, expected, settings
-        self.runtime: pipeline.Runtime | None = None
+        self.runtime: Runtime | None = None
         self.refusal: str | None = None
         self._checking = None
 
@@ -149,22 +145,19 @@ class WorkerSetup(WorkerPlugin):
             return {"ok": False, "why": "; ".join(wrong) + ". Install the instructor's commit there (the same "
                     "course, grader and torch), then start the worker again"}
         # A Nanny's worker is a daemonic process, which multiprocessing forbids to have children; the judges are
-        # its children (forked from pipeline's fork server) and end with it (pipeline._die_with_parent).
+        # its children (forked from pipeline's fork server) and end with it (judges.die_with_parent).
         multiprocessing.current_process()._config["daemon"] = False
         settings = dict(self.settings)
         limits = sandbox.Limits(**settings.pop("limits"))
         threads = int(settings.pop("threads", 0)) or max(1, _cores() // slots)
-        runtime = pipeline.Runtime(**settings, limits=limits, threads=threads)
-        runtime.package = pipeline.package_dir()
-        runtime.mpl_cache = pipeline.font_cache(Path(folder) / "lecture2-grader")
+        runtime = Runtime(**settings, limits=limits, threads=threads)
+        runtime.package = preflight.package_dir()
+        runtime.mpl_cache = preflight.font_cache(Path(folder) / "lecture2-grader")
         try:
-            notes = pipeline.preflight(runtime)
+            notes = preflight.preflight(runtime)
         except SystemExit as err:
             return {"ok": False, "why": str(err).removeprefix("error: ")}
-        if runtime.forkserver and pipeline._forkserver_usable():  # torch imported once, before the first notebook
-            child = pipeline._context().Process(target=os.getpid)
-            child.start()
-            child.join()
+        judges.warm(runtime)  # torch imported once, before the first notebook
         confinement = sandbox.confinement(limits) if runtime.sandboxed else "no sandbox"
         return {"ok": True, "runtime": runtime, "slots": slots, "threads": runtime.threads, "cuda": runtime.cuda,
                 "notes": notes, "confinement": confinement}
@@ -212,7 +205,7 @@ def judge_task(judge_job: dict, token: str, expected: dict[str, str]) -> str:
 
 def stop_judges(token: str) -> int:
     """On a worker (client.run): stop the judges of this run's notebooks now (the instructor stopped)."""
-    return pipeline.stop_running(set(_ACTIVE.get(token, set())))
+    return judges.stop_running(set(_ACTIVE.get(token, set())))
 
 
 def _noop() -> float:
@@ -247,8 +240,8 @@ class DaskExecutor:
     cores / its threads). `first_worker_timeout`: seconds to wait for a worker to pass its check (Slurm jobs
     may queue). `stop`: an Event that the instructor's Ctrl-C sets."""
 
-    def __init__(self, runtime: pipeline.Runtime, address: str | None = None, *, cluster=None, name: str | None = None,
-                 notebook_threads: int = 1, first_worker_timeout: float = 600.0, stop: threading.Event | None = None):
+    def __init__(self, runtime: Runtime, address: str | None = None, *, cluster=None, name: str | None = None,
+                 notebook_threads: int = 1, first_worker_timeout: float = FIRST_WORKER_SECONDS, stop: threading.Event | None = None):
         self.runtime, self.cluster, self.notebook_threads = runtime, cluster, notebook_threads
         self.first_worker_timeout, self.stopping = first_worker_timeout, stop or threading.Event()
         target = cluster if cluster is not None else address
@@ -524,83 +517,3 @@ class DaskExecutor:
         finally:
             if self.cluster is not None:
                 self.cluster.close()
-
-
-# ---- clusters named in the course's configuration
-
-
-def course_clusters(course: Path) -> dict[str, dict]:
-    """`c.Lecture2Grader.clusters` of the course's nbgrader_config.py: name -> settings."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    path = course / "nbgrader_config.py"
-    config = PyFileConfigLoader(path.name, path=str(course)).load_config()
-    section = config.get("Lecture2Grader") or {}
-    clusters = section.get("clusters") if hasattr(section, "get") else None
-    return dict(clusters or {})
-
-
-def _cluster_class(kind: str, dotted: str | None):
-    dotted = dotted or KINDS.get(kind)
-    if dotted is None:
-        raise SystemExit(f"error: a cluster of kind {kind!r} is not known: kind is one of scheduler, "
-                         f"{', '.join(KINDS)} (or give `class`: 'module.ClusterClass')")
-    module, _, name = dotted.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except ImportError:
-        top = module.split(".")[0]
-        raise SystemExit(f"error: a {kind} cluster needs {EXTRAS.get(top, top)}, which is not installed in "
-                         f"this environment ({sys.executable})") from None
-
-
-def kubernetes_options(spec: dict) -> dict:
-    """KubeCluster's options for a course's `kubernetes` cluster with a `worker_security_context`: the
-    DaskCluster resource dask-kubernetes would make from the same options (its make_cluster_spec), with that
-    securityContext on the worker container (bubblewrap makes namespaces there; cgroups need more)."""
-    from dask_kubernetes.operator import make_cluster_spec
-
-    options = dict(spec)
-    context = options.pop("worker_security_context")
-    made = {k: options.pop(k) for k in ("image", "n_workers", "resources", "env", "worker_command", "idle_timeout")
-            if k in options}
-    resource = make_cluster_spec(name=options.get("name") or "lecture2-grader", **made)
-    return {**options, "custom_cluster_spec": with_worker_security(resource, context)}
-
-
-def with_worker_security(resource: dict, context: dict) -> dict:
-    """A DaskCluster resource (a dict, as dask-kubernetes makes it) whose worker containers get `context`."""
-    for container in resource["spec"]["worker"]["spec"]["containers"]:
-        container["securityContext"] = {**container.get("securityContext", {}), **context}
-    return resource
-
-
-def from_config(course: Path, name: str, runtime: pipeline.Runtime, stop: threading.Event | None = None) -> DaskExecutor:
-    """The executor for the cluster `name` of the course's configuration (docs/cluster.md). Its settings:
-    `kind` (scheduler, slurm, kubernetes, local, ...; or `class`), `address` for a scheduler, `jobs` (batch
-    jobs to submit) or `workers` (workers to scale to),
-    `notebook_threads`, `first_worker_timeout` (seconds; DaskExecutor's), and every other key an option of the
-    cluster class."""
-    clusters = course_clusters(course)
-    if name not in clusters:
-        known = ", ".join(sorted(clusters)) or "none"
-        raise SystemExit(f"error: no cluster named {name!r} in {course / 'nbgrader_config.py'} "
-                         f"(c.Lecture2Grader.clusters names: {known}); see docs/cluster.md")
-    spec = dict(clusters[name])
-    kind = str(spec.pop("kind", "scheduler"))
-    ours = {"first_worker_timeout": float(spec.pop("first_worker_timeout", 600)),
-            "notebook_threads": int(spec.pop("notebook_threads", 1)), "stop": stop}
-    if kind == "scheduler":
-        return DaskExecutor(runtime, str(spec["address"]), name=name, **ours)
-    # A fixed size, not dask's adapt(): the executor keeps only two tasks a worker's slot on the scheduler (a
-    # balanced class to the end), so adapt() would never see the class waiting and never grow.
-    jobs, workers = spec.pop("jobs", None), spec.pop("workers", None)
-    cls = _cluster_class(kind, spec.pop("class", None))
-    if kind == "kubernetes" and "worker_security_context" in spec:
-        spec = kubernetes_options(spec)
-    cluster = cls(**spec)
-    if jobs is not None:
-        cluster.scale(jobs=int(jobs))
-    elif workers is not None:
-        cluster.scale(int(workers))
-    return DaskExecutor(runtime, cluster=cluster, name=f"{name} ({kind})", **ours)

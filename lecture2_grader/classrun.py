@@ -1,0 +1,263 @@
+"""`make grade` for a class: every student's notebooks through the pipeline, on an executor, one file never stopping
+the class.
+
+    run = grade_class(course, runtime)          a records.ClassRun: each student's scores and problems, the notes
+
+The loop, over typed records: each student's notebooks are prepared (pipeline.prepare: read, scan, plan); a
+notebook whose stored run has the same key (store.py) is not run again; the rest go to the executor (this
+machine's pool, or a Dask cluster: lecture2_grader.run) and come back as records.Judged, which are stored at once;
+each is finished (points), written (the autograded notebook, the summary, the feedback page), and when a student's
+last notebook is in, their scores go to the gradebook, in this thread only. At the end grades.csv and the class
+report. Every stage of every notebook is guarded: a file or a run that breaks something costs that notebook only.
+When `stop` is set (Ctrl-C), the notebooks not judged yet are left for the next run; everything received is written.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import ASSIGNMENT, artifacts, classreport, gradebook, pipeline, store
+from .course import Notebook, load_course
+from .records import ClassRun, Judged, StudentRun
+from .run import Executor
+from .run.local import LocalExecutor
+from .run.preflight import font_cache, package_dir
+from .runtime import Runtime
+from .score import NotebookResult
+from .text import terminal
+
+STUDENT_NAME = re.compile(r"[A-Za-z0-9_.@+-]{1,100}")
+
+
+@dataclass
+class Progress:
+    """A student during the run: their record, the notebooks still out, the results in, the blank notebooks."""
+
+    run: StudentRun
+    pending: int = 0
+    results: dict[str, NotebookResult] = field(default_factory=dict)
+    blank: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Work:
+    """One student's notebook, prepared."""
+
+    student: str
+    nb: Notebook
+    job: pipeline.Job
+
+    @property
+    def label(self) -> str:
+        return f"{self.student}/{self.nb.stem}"
+
+
+def guarded(stage: str, nb: Notebook, run: StudentRun, fn, *args):
+    """fn(*args); an exception becomes one problem line for this student's notebook (and None)."""
+    try:
+        return fn(*args)
+    except Exception as err:  # noqa: BLE001  a grader bug must cost one notebook, not the class
+        run.problems.append(f"{nb.stem}: the grader failed at {stage} ({type(err).__name__}: {err}); "
+                            "this notebook scores 0 until it is graded again")
+        if os.environ.get("LECTURE2_GRADER_DEBUG"):
+            traceback.print_exc()
+        return None
+
+
+def students_of(submitted: Path, only: list[str] | None) -> tuple[list[str], list[str]]:
+    """The student folders to grade, and a note for each folder whose name the grader does not accept."""
+    names = only or sorted(p.name for p in submitted.iterdir() if p.is_dir() and not p.name.startswith("."))
+    bad = [n for n in names if not STUDENT_NAME.fullmatch(n)]
+    notes = [f"submitted/{terminal(b, 80)}/ not graded: a student folder's name must be letters, digits and _.@+- "
+             "(rename it, then grade again)" for b in bad]
+    return [n for n in names if n not in bad], notes
+
+
+def select_notebooks(every: dict[str, Notebook], wanted: list[str] | None) -> dict[str, Notebook]:
+    """The notebooks `wanted` names (file names, stems or their leading numbers: "05", "05_flops"), or all."""
+    if not wanted:
+        return every
+    chosen = {}
+    for want in wanted:
+        stem = want.removesuffix(".ipynb")
+        matches = [name for name in every if name.removesuffix(".ipynb") == stem or name.startswith(f"{stem}_")]
+        if len(matches) != 1:
+            raise SystemExit(f"error: --notebook {terminal(want, 60)} names {'no' if not matches else 'more than one'} "
+                             f"notebook of {', '.join(n.removesuffix('.ipynb') for n in every)}")
+        chosen[matches[0]] = every[matches[0]]
+    return chosen
+
+
+class ClassGrading:
+    """One grading run of a class: what is prepared, what comes back, and the student records it fills."""
+
+    def __init__(self, course: Path, runtime: Runtime, every: dict[str, Notebook], notebooks: dict[str, Notebook]):
+        self.course, self.runtime, self.every, self.notebooks = course, runtime, every, notebooks
+        self.students: dict[str, Progress] = {}
+        self.done: list[StudentRun] = []
+        self.store = store.Store(course)
+
+    def prepare(self, names: list[str], code: str) -> list[Work]:
+        """Every chosen notebook of every student, read and planned (a student without a folder: one problem)."""
+        work = []
+        for name in names:
+            progress = self.students[name] = Progress(StudentRun(name))
+            folder = self.course / "submitted" / name / ASSIGNMENT
+            if not folder.is_dir():
+                progress.run.problems.append(f"no {ASSIGNMENT}/ folder: every notebook missing")
+                continue
+            unexpected = sorted(p.name for p in folder.iterdir() if p.name not in self.every
+                                and not p.name.startswith(".") and p.name != "timestamp.txt")
+            if unexpected:
+                progress.run.problems.append(f"unexpected files ignored: {', '.join(terminal(u, 80) for u in unexpected[:5])}")
+            for file_name, nb in self.notebooks.items():
+                job = guarded("reading", nb, progress.run, pipeline.prepare, name, folder / file_name, nb, self.runtime,
+                              code)
+                if job is not None:
+                    work.append(Work(name, nb, job))
+                    progress.pending += 1
+        return work
+
+    def stored(self, item: Work, regrade: bool) -> Judged | None:
+        """The notebook's stored run when it can stand in for a new one."""
+        if regrade or item.job.judge is None:
+            return None
+        return self.store.get(item.student, item.nb.stem, item.job.digest)
+
+    def received(self, item: Work, judged: Judged, seconds: float) -> None:
+        """A new run: stored (unless the executor lost it), then finished."""
+        if judged.cause != "lost":
+            guarded("storing the result", item.nb, self.students[item.student].run, self.store.put, item.student,
+                    item.nb.stem, item.job.digest, judged, seconds)
+        self.complete(item, judged, seconds)
+
+    def complete(self, item: Work, judged: Judged | None, seconds: float) -> None:
+        """Points, the notebook's files; the student's gradebook entry when it was their last notebook."""
+        progress = self.students[item.student]
+        result = guarded("scoring", item.nb, progress.run, pipeline.finish, item.job, judged, item.nb)
+        if result is not None:
+            guarded("writing feedback", item.nb, progress.run, artifacts.write, self.course, item.nb, item.job, judged,
+                    result)
+            progress.results[item.nb.stem] = result
+            if guarded("reading", item.nb, progress.run, artifacts.state, self.course, item.nb, item.job) == "blank":
+                progress.blank.append(item.nb.stem)
+        progress.run.seconds += seconds
+        progress.pending -= 1
+        if progress.pending == 0:
+            self.merge(progress)
+
+    def merge(self, progress: Progress) -> None:
+        """A student's notebooks into their record and the gradebook (one writer: this thread)."""
+        run = progress.run
+        for stem, result in sorted(progress.results.items()):
+            run.problems += [f"{stem}: {p}" for p in result.problems]
+        if progress.blank:  # not a fault, but not "ok" either: the instructor sees it in the line
+            run.problems.append("blank (nothing attempted): " + ", ".join(sorted(progress.blank)))
+        try:
+            run.scores = gradebook.merge(self.course, run.name, progress.results)
+        except Exception as err:  # noqa: BLE001
+            run.problems.append(f"the gradebook could not be written for this student ({type(err).__name__}: {err})")
+        self.done.append(run)
+
+    def run(self, work: list[Work], executor: Executor, stop: threading.Event | None) -> bool:
+        """Send `work` to `executor` and complete each notebook as it comes back; True when stopped (Ctrl-C)."""
+        futures: dict[Future, tuple[Work, float]] = {
+            executor.submit(item.job.judge, label=item.label): (item, time.perf_counter()) for item in work}
+        waiting, done = set(futures), 0
+        _progress(0, len(work), "")
+        while waiting:
+            finished, waiting = wait(waiting, timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in finished:
+                item, started = futures[future]
+                timing = executor.timing(future)
+                seconds = timing["seconds"] if timing else time.perf_counter() - started
+                try:
+                    judged = Judged.from_json(future.result())
+                except Exception as err:  # noqa: BLE001  the executor lost it: this notebook only, not stored
+                    judged = Judged.failure(f"the grader could not run this notebook ({type(err).__name__}: {err})",
+                                            "lost")
+                self.received(item, judged, seconds)
+                done += 1
+                _progress(done, len(work), item.label)
+            if waiting and stop is not None and stop.is_set():
+                executor.stop()
+                for progress in self.students.values():  # what each student has, in the gradebook
+                    if progress.pending > 0 and progress.results:
+                        self.merge(progress)
+                return True
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        return False
+
+def _progress(done: int, total: int, name: str, width: int = 30) -> None:
+    if not sys.stderr.isatty():
+        return
+    filled = width * done // max(total, 1)
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name:<40}", end="", file=sys.stderr, flush=True)
+
+
+def grade_class(course: Path, runtime: Runtime, students: list[str] | None = None, jobs: int = 1,
+                notebooks: list[str] | None = None, regrade: bool = False, executor: Executor | None = None,
+                stop: threading.Event | None = None) -> ClassRun:
+    """Grade every student under course/submitted (or only `students`, only the notebooks `notebooks`). A notebook
+    whose stored run has the same key (store.py) is not run again unless `regrade`. `executor` runs the judges
+    (default: a LocalExecutor of `jobs`). When `stop` is set (Ctrl-C), the notebooks not judged yet are left for
+    the next run: every result received is stored and written, every file whole."""
+    course = course.resolve()
+    submitted = course / "submitted"
+    if not (course / "nbgrader_config.py").is_file():
+        raise SystemExit(f"error: {course} is not the course folder (no nbgrader_config.py)")
+    if not submitted.is_dir():
+        raise SystemExit(f"error: no submissions: {submitted} does not exist. Put each student's notebooks in "
+                         f"submitted/<student>/{ASSIGNMENT}/")
+    names, notes = students_of(submitted, students)
+    if not names and not notes:
+        raise SystemExit(f"error: {submitted} holds no student folder")
+    every = load_course(course)
+    grading = ClassGrading(course, runtime, every, select_notebooks(every, notebooks))
+    scratch = Path(tempfile.mkdtemp(prefix="lecture2-grade-"))
+    own_executor = executor is None
+    stopped = False
+    try:
+        runtime.package = package_dir()
+        runtime.mpl_cache = font_cache(scratch)
+        gradebook.register(course, {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in every.values()})
+        work = grading.prepare(names, pipeline.code_digest(runtime.package))
+        for progress in grading.students.values():
+            if progress.pending == 0:
+                grading.merge(progress)
+        to_run, reused = [], 0
+        for item in work:
+            stored = grading.stored(item, regrade)
+            if item.job.judge is None or stored is not None:
+                reused += stored is not None
+                grading.complete(item, stored, 0.0)
+            else:
+                to_run.append(item)
+        if to_run and not (stop is not None and stop.is_set()):
+            executor = executor or LocalExecutor(runtime, jobs)
+            notes = notes + executor.preflight()
+            stopped = grading.run(to_run, executor, stop)
+            if stopped:
+                left = sum(p.pending for p in grading.students.values())
+                notes.append(f"stopped: {left} notebook{'s' if left != 1 else ''} not graded this time (the gradebook "
+                             "keeps their earlier scores); the next run grades them")
+        if reused:
+            notes.append(f"{reused} of {len(work)} notebooks unchanged since they were last graded: their stored results "
+                         "were used (--regrade runs them again)")
+    finally:
+        if own_executor and executor is not None:
+            executor.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    gradebook.write_csv(course)
+    classreport.write(course, gradebook.students(course), gradebook.max_scores(course))
+    return ClassRun(sorted(grading.done, key=lambda s: s.name), notes, stopped)
