@@ -229,23 +229,39 @@ def _instrument_off(*args, **kwargs):
                        "(lecture2.estimate、planner、network、parallel ...) 被关掉了，调用它们会出错。")
 
 
+_SUBMODULES: dict[str, list] = {}  # a package's name -> its modules, looked up once
+
+
+def _with_submodules(module) -> list:
+    """`module`, and if it is a package every module in it (imported; its `__main__` is never run)."""
+    import pkgutil
+
+    if module.__name__ not in _SUBMODULES:
+        found = [module]
+        for info in pkgutil.iter_modules(getattr(module, "__path__", [])):
+            if info.name != "__main__":
+                found += _with_submodules(importlib.import_module(f"{module.__name__}.{info.name}"))
+        _SUBMODULES[module.__name__] = found
+    return _SUBMODULES[module.__name__]
+
+
 @contextmanager
 def instruments_off(module_names: tuple[str, ...] = CALCULATOR) -> Iterator[None]:
-    """While the block runs, every function and method defined in these lecture2 modules runs `_instrument_off`'s
-    code instead (wherever it was imported to): they hold the course's formulas, which some exercises ask a
-    student to write. Restored afterwards."""
+    """While the block runs, every function and method defined in these lecture2 modules (a package: in any of
+    its modules) runs `_instrument_off`'s code instead (wherever it was imported to): they hold the course's
+    formulas, which some exercises ask a student to write. Restored afterwards."""
     swapped = []
     try:
         for name in module_names:
             if not name.startswith("lecture2."):
                 raise ValueError(f"only lecture2's modules are switched off, not {name!r}")
-            module = importlib.import_module(name)
-            for obj in list(vars(module).values()):
-                for f in [obj] + (list(vars(obj).values()) if isinstance(obj, type) else []):
-                    if getattr(f, "__module__", None) == module.__name__ and hasattr(f, "__code__") \
-                            and not f.__code__.co_freevars:  # a closure's code cannot take one without its cells
-                        swapped.append((f, f.__code__))
-                        f.__code__ = _instrument_off.__code__
+            for module in _with_submodules(importlib.import_module(name)):
+                for obj in list(vars(module).values()):
+                    for f in [obj] + (list(vars(obj).values()) if isinstance(obj, type) else []):
+                        if getattr(f, "__module__", None) == module.__name__ and hasattr(f, "__code__") \
+                                and not f.__code__.co_freevars:  # a closure's code cannot take one without its cells
+                            swapped.append((f, f.__code__))
+                            f.__code__ = _instrument_off.__code__
         yield
     finally:
         for f, code in swapped:
