@@ -18,8 +18,8 @@ empty one (the groups belong to the parent) and never ends the parent's ranks.
 
 A warm group's ranks leave by themselves after `LINGER_S` seconds without work; the pool hands out only groups
 idle for less than half of that, and ends the others. At interpreter exit the pool ends its groups; a process
-that leaves without running atexit handlers (os._exit, a kill) loses its ranks within a second, since every rank
-leaves when its starter is gone.
+that leaves without running atexit handlers (os._exit, a kill, a judge forked by the grader) loses its ranks within
+a second or two, since every rank leaves when its starter is gone (rank 0 removing the group's folder).
 """
 from __future__ import annotations
 
