@@ -167,7 +167,7 @@ class Group:
             return False
         for rank in range(self.n_ranks):
             try:
-                os.kill(int((folder / f"ready-{rank}").read_text() or 0), 0)  # the rank wrote its pid
+                os.kill(int((folder / f"ready-{rank}").read_text()), 0)  # the rank wrote its pid
             except (OSError, ValueError):
                 return False
         return True
