@@ -16,6 +16,7 @@ Modules, one job each:
     reference the shipped profiles beside the student's own run (notebooks 01, 05-08): tables and plots
     distributed  a live torch.distributed process group started from a notebook (notebook 10): bytes held
               and collectives issued per rank under DDP, ZeroRedundancyOptimizer, FSDP2 and lecture2.zero
+              (a package: the records, the group, warm groups, the rank's worker and what it measures)
     zero      the paper's ZeRO stages 0-3 written out on flat buffers (run by lecture2.distributed's workers)
     parallel  Megatron-style tensor parallelism of the course's block (column/row-parallel layers)
     network   ring collectives at the measured bus bandwidth within and across nodes, latency; the α-β fit
@@ -24,8 +25,8 @@ Modules, one job each:
     planning  the planner's parts: shapes (config.json), compute, collectives, schedule, memory, costs, step, search
     cli       `python -m lecture2 ...` (cli_estimate: the estimate command)
 
-distributed, zero, parallel, network, planner and planning are imported on use (`from lecture2 import distributed`), not here: `import lecture2`
-stays light, and `python -m lecture2.distributed` (a worker) starts clean.
+distributed, zero, parallel, network, planner and planning are imported on use (`from lecture2 import distributed`),
+not here: `import lecture2` stays light, and `python -m lecture2.distributed.worker` (a rank) starts clean.
 """
 from . import checks, estimate, fmt, hardware, measure, models, training_state
 

@@ -220,7 +220,10 @@ def kind_of(target) -> dict:
 
 # ---- lecture2's own calculator and engines, switched off while an answer that must not use them runs
 
+# The one list of what "switched off" means: the course's calculator (its formulas, which exercises ask students to
+# write) and its engines (the live group and the textbook ZeRO, which can measure what an exercise asks to compute).
 CALCULATOR = ("lecture2.estimate", "lecture2.planner", "lecture2.planning", "lecture2.network", "lecture2.parallel")
+ENGINE_MODULES = ("lecture2.distributed", "lecture2.zero")
 OFF = "lecture2 instrument switched off"  # what a switched-off function raises (RuntimeError)
 
 
@@ -229,41 +232,44 @@ def _instrument_off(*args, **kwargs):
                        "(lecture2.estimate、planner、network、parallel ...) 被关掉了，调用它们会出错。")
 
 
+_MODULES: dict[str, list] = {}  # a module's name -> it and, for a package, every module in it: looked up once
+
+
+def _modules_of(name: str) -> list:
+    """The module `name`, and if it is a package every module in it (imported; a `__main__` is never run)."""
+    import pkgutil
+
+    if name not in _MODULES:
+        module = importlib.import_module(name)
+        found = [module]
+        for info in pkgutil.iter_modules(getattr(module, "__path__", [])):
+            if info.name != "__main__":
+                found += _modules_of(f"{name}.{info.name}")
+        _MODULES[name] = found
+    return _MODULES[name]
+
+
 @contextmanager
 def instruments_off(module_names: tuple[str, ...] = CALCULATOR) -> Iterator[None]:
-    """While the block runs, every function and method defined in these lecture2 modules runs `_instrument_off`'s
-    code instead (wherever it was imported to): they hold the course's formulas, which some exercises ask a
-    student to write. Restored afterwards."""
+    """While the block runs, every function and method defined in these lecture2 modules (a package: in any of
+    its modules) runs `_instrument_off`'s code instead (wherever it was imported to): they hold the course's
+    formulas, which some exercises ask a student to write. Restored afterwards."""
     swapped = []
     try:
-        for name in _with_submodules(module_names):
+        for name in module_names:
             if not name.startswith("lecture2."):
                 raise ValueError(f"only lecture2's modules are switched off, not {name!r}")
-            module = importlib.import_module(name)
-            for obj in list(vars(module).values()):
-                for f in [obj] + (list(vars(obj).values()) if isinstance(obj, type) else []):
-                    if getattr(f, "__module__", None) == module.__name__ and hasattr(f, "__code__") \
-                            and not f.__code__.co_freevars:  # a closure's code cannot take one without its cells
-                        swapped.append((f, f.__code__))
-                        f.__code__ = _instrument_off.__code__
+            for module in _modules_of(name):
+                for obj in list(vars(module).values()):
+                    for f in [obj] + (list(vars(obj).values()) if isinstance(obj, type) else []):
+                        if getattr(f, "__module__", None) == module.__name__ and hasattr(f, "__code__") \
+                                and not f.__code__.co_freevars:  # a closure's code cannot take one without its cells
+                            swapped.append((f, f.__code__))
+                            f.__code__ = _instrument_off.__code__
         yield
     finally:
         for f, code in swapped:
             f.__code__ = code
-
-
-def _with_submodules(module_names: tuple[str, ...]) -> list[str]:
-    """The modules named, a package standing for all of its modules (lecture2.planning: the planner's parts)."""
-    import pkgutil
-
-    out = []
-    for name in module_names:
-        out.append(name)
-        if name.startswith("lecture2."):
-            module = importlib.import_module(name)
-            if hasattr(module, "__path__"):
-                out += [f"{name}.{info.name}" for info in pkgutil.iter_modules(module.__path__)]
-    return out
 
 
 @observer

@@ -366,3 +366,66 @@ def test_collectives_are_timed_by_size():
     assert [(row["op"], row["bytes"]) for row in rows] == [(op, b) for op in ("all_reduce", "all_gather", "reduce_scatter")
                                                            for b in (4096, 65536)]
     assert all(row["seconds"] > 0 and len(row["samples"]) == 3 for row in rows)
+
+
+# --- warm groups (lecture2.distributed.pool) ------------------------------------------------------------------------
+def rank_pids(group: Group) -> list[int]:
+    return [int((group.folder / f"ready-{r}").read_text()) for r in range(group.n_ranks)]
+
+
+def test_a_warm_group_gives_a_fresh_groups_results():
+    """Is a 2-rank group reused from one use to the next (the same processes), and does a job on it report exactly
+    what it reports on a fresh group, after other jobs ran there? (wire_bytes aside: bytes written, not computed)"""
+    jobs = [Job("textbook", stage=s, recipe="bf16_mixed_adam", n_ranks=2, seed=s) for s in (1, 3)]
+    jobs.append(Job("tp", n_ranks=2, model=dict(distributed.SMALL_GPT, n_head=4)))
+    fresh = distributed.run(jobs, n_ranks=2, warm=False)
+    with distributed.warm_group(2) as group:
+        group.run([Job("ddp"), Job("textbook", stage=2, recipe="sgd_momentum", seed=5)])
+        pids = rank_pids(group)
+    with pytest.raises(KeyError):  # a failing check inside the block is no reason to end the group
+        with distributed.warm_group(2) as group:
+            warm = group.run(jobs)
+            assert rank_pids(group) == pids
+            raise KeyError("a failed check")
+    for a, b in zip(fresh, warm):
+        for ra, rb in zip(a.ranks, b.ranks):
+            assert {k: v for k, v in ra.items() if k != "wire_bytes"} == {k: v for k, v in rb.items() if k != "wire_bytes"}
+    with distributed.warm_group(2) as group:
+        assert rank_pids(group) == pids
+
+
+def test_a_failed_warm_group_is_not_reused():
+    """After a rank of a warm group fails, is the group gone and the next use given a fresh one that works?"""
+    with distributed.warm_group(2) as group:
+        pgid = group._procs[0].pid
+        with pytest.raises(DistributedError):
+            group.run([Job("textbook", steps=3, fail_rank=1)])
+    assert wait_gone(pgid)
+    with distributed.warm_group(2) as group:
+        assert group._procs[0].pid != pgid
+        [r] = group.run([Job("textbook", stage=1)])
+        assert r.held("optimizer") == [4 * r.ranks[0]["n_params"]] * 2
+
+
+def test_warm_ranks_leave_by_themselves_and_stale_groups_are_replaced(monkeypatch):
+    """Do lingering ranks leave quietly (exit 0, their folder gone) when no work comes, and is a pooled group idle
+    for too long, or inherited from another process, not handed out?"""
+    group = Group(2, linger=0.5)
+    group.start()
+    folder = group.folder
+    deadline = time.monotonic() + 10
+    while group._procs[0].poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group._procs[0].returncode == 0 and not folder.exists() and not group.healthy()
+    group.close()
+    with distributed.warm_group(2) as group:
+        pgid = group._procs[0].pid
+        group.last_active -= distributed.pool.LINGER_S  # idle long enough that its ranks may be leaving
+    with distributed.warm_group(2) as group:
+        assert group._procs[0].pid != pgid
+        stale = group
+    assert wait_gone(pgid)
+    monkeypatch.setattr(distributed.pool, "_owner", -1)  # as a forked child sees its parent's pool
+    with distributed.warm_group(2) as group:
+        assert group is not stale and stale.healthy()  # the parent's group is left alone
+    stale.close()

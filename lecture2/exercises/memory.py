@@ -79,25 +79,16 @@ def _observed(seen: object, keys: set[str], what: str) -> dict:
 
 @contextmanager
 def _calculator_switched_off():
-    """lecture2.estimate's memory table emptied and its training_memory_bytes raising, restored afterwards."""
-    import lecture2.estimate as calculator
-    recipes, original = dict(calculator.MEMORY_RECIPES), calculator.training_memory_bytes
-    code = original.__code__
+    """lecture2.estimate switched off (answers.instruments_off) and its memory table emptied, restored afterwards."""
+    from lecture2 import estimate
 
-    def switched_off(*args, **kwargs):
-        raise RuntimeError("lecture2.estimate is switched off during this check")
-
-    calculator.MEMORY_RECIPES.clear()
-    try:  # the function itself, so that a name imported from the module before the check is switched off too
-        original.__code__ = switched_off.__code__
-    except ValueError:  # a closure: replace the module's name at least
-        calculator.training_memory_bytes = switched_off
+    recipes = dict(estimate.MEMORY_RECIPES)
+    estimate.MEMORY_RECIPES.clear()
     try:
-        yield
+        with answers.instruments_off(("lecture2.estimate",)):
+            yield
     finally:
-        calculator.MEMORY_RECIPES.update(recipes)
-        original.__code__ = code
-        calculator.training_memory_bytes = original
+        estimate.MEMORY_RECIPES.update(recipes)
 
 
 @answers.observer

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from lecture2 import answers, checks
 
-INSTRUMENTS = ("lecture2.estimate", "lecture2.planner", "lecture2.planning", "lecture2.network", "lecture2.parallel",
-               "lecture2.distributed", "lecture2.zero")
+INSTRUMENTS = answers.CALCULATOR + answers.ENGINE_MODULES
 OFF = answers.OFF
 KEYS = ("bubble", "in_flight")
 

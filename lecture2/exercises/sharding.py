@@ -29,8 +29,7 @@ RECIPE_BYTES = {"fp32_adam": (4, 4, 8), "bf16_mixed_adam": (2, 2, 12), "sgd": (4
                 "bf16_sgd": (2, 2, 0)}
 PARTS = ("params", "grads", "optimizer")
 STRATEGIES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}  # exercise 2's strategies -> lecture2.zero's stage
-INSTRUMENTS = ("lecture2.estimate", "lecture2.planner", "lecture2.planning", "lecture2.network", "lecture2.parallel",
-               "lecture2.distributed", "lecture2.zero")
+INSTRUMENTS = answers.CALCULATOR + answers.ENGINE_MODULES
 OFF = answers.OFF  # what an instrument raises while an answer runs
 
 checks.register_hints({
@@ -102,9 +101,12 @@ def _raises_value_error(fn, *args, what: str) -> bool:
 
 
 class LiveGroup:
-    """A live torch.distributed group of `n_ranks` processes (lecture2.distributed.Group) for one test cell: started
-    when a check first runs jobs on it, ended when the `with` block exits, whatever happens in it. A group that
-    failed to start is not started again: later checks get the same error at once (no second timeout)."""
+    """A live torch.distributed group of `n_ranks` processes for one test cell: this process's warm group of that
+    size (lecture2.distributed.warm_group: started once, kept between the cells and checks of one run) taken when a
+    check first runs jobs on it and handed back when the `with` block exits; a group that failed is not handed
+    back, and the next cell starts a fresh one. Only lecture2's code runs in the ranks, on the configs the checks
+    send. A group that failed to start is not started again: later checks get the same error at once (no second
+    timeout)."""
 
     def __init__(self, n_ranks: int, timeout: float = 100.0):
         self.n_ranks, self.timeout = n_ranks, timeout
@@ -117,20 +119,18 @@ class LiveGroup:
     def __exit__(self, exc_type, exc, tb) -> None:
         group, self._group = self._group, None
         if group is not None:
-            group.__exit__(exc_type, exc, tb)
+            distributed.pool.release(group)
 
     def run(self, jobs: list[distributed.Job]) -> list[distributed.JobResult]:
-        """Run `jobs` on the group (starting it the first time); one JobResult per job."""
+        """Run `jobs` on the group (taking it the first time); one JobResult per job."""
         if self._start_error is not None:
             raise self._start_error
         if self._group is None:
-            group = distributed.Group(self.n_ranks, timeout=self.timeout)
             try:
-                group.start()
+                self._group = distributed.pool.acquire(self.n_ranks, timeout=self.timeout)
             except Exception as err:
                 self._start_error = err
                 raise
-            self._group = group
         return self._group.run(jobs)
 
 
