@@ -22,7 +22,7 @@ executor call the pipeline):
     store.py       each notebook's judged results, keyed by content hashes: a regrade runs what changed
     executors.py   where judges run: this machine's pool; cluster.py a Dask cluster (Slurm, Kubernetes)
 
-Around grading, the term: intake.py and collect.py an LMS download into submitted/, notebook by notebook,
+Around grading, the term: intake/ and collect.py an LMS download into submitted/, notebook by notebook,
 earlier copies kept; handin.py a student's hand-in zip; export.py the grades for Canvas and Moodle;
 nbgrader_hooks.py formgrader's buttons through this grader; validate.py `make validate`.
 
