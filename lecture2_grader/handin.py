@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -26,10 +25,11 @@ import zipfile
 from pathlib import Path
 
 from . import ASSIGNMENT
+from .files import AS_OPEN, atomic_file
+from .intake.names import STUDENT_ID  # the ids the collector reads back from <ID>/lec02/
 from .text import terminal
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")
 
 
 def zip_name(student: str | None) -> str:
@@ -40,16 +40,14 @@ def write(folder: Path, out: Path, student: str | None = None) -> list[str]:
     """The hand-in zip of the notebooks in `folder`; returns the notebook names it holds."""
     names = sorted(p.name for p in folder.glob("*.ipynb") if p.is_file())
     prefix = f"{student}/{ASSIGNMENT}" if student else ASSIGNMENT
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+    # whole or not at all, and readable as any file the student saves (an instructor reads a shared hand-in folder)
+    with atomic_file(out, AS_OPEN) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in names:
             path = folder / name
             info = zipfile.ZipInfo(f"{prefix}/{name}", date_time=time.localtime(path.stat().st_mtime)[:6])
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, path.read_bytes())
-    os.replace(tmp, out)
     return names
 
 

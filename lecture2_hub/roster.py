@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from lecture2_grader.files import OWNER_ONLY, write_atomic
+
 DEMO_ROSTER = Path(__file__).with_name("demo_roster.csv")
 DEMO_PASSWORD = "lecture2-demo"
 NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
@@ -123,10 +125,7 @@ def set_passwords(path: Path, out: Path) -> list[str]:
     writer.writerow(["name", "role", "password"])
     for p in people:
         writer.writerow([p.name, p.role, hash_password(new[p.name]) if p.name in new else p.password_hash])
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(buffer.getvalue(), encoding="utf-8")
-    os.chmod(tmp, 0o600)
-    tmp.replace(path)
+    write_atomic(path, buffer.getvalue(), OWNER_ONLY)  # password hashes: never readable by others, not even briefly
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as fh:
         for name, password in new.items():

@@ -8,6 +8,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from lecture2_grader.files import OWNER_ONLY, write_atomic
+
 SETTINGS_ENV = "LECTURE2_HUB_SETTINGS"
 # Every process the hub starts (the proxy, each server, their kernels) carries this variable with the state
 # folder as its value: `make hub-stop` finds them by it and stops each by its process id.
@@ -38,11 +40,9 @@ class Settings:
         return Path(self.course) / ".venv" / "bin"
 
     def write(self) -> Path:
+        """settings.json in the state folder, whole (the hub's process may read it at any moment), owner-only."""
         path = Path(self.state) / "settings.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
-        os.chmod(tmp, 0o600)
-        tmp.replace(path)
+        write_atomic(path, json.dumps(asdict(self), indent=1) + "\n", OWNER_ONLY)
         return path
 
 

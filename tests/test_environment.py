@@ -30,9 +30,11 @@ def test_environment_yml_lists_the_pip_dependencies():
 
 def test_package_data_is_configured_so_setuptools_stays_quiet():
     """lecture2/profiles (JSON only) is a listed package with its JSON as package data: setuptools warns about an
-    unlisted importable folder, and would leave the shipped profiles out of a wheel."""
+    unlisted importable folder, and would leave the shipped profiles out of a wheel. Every folder of the grader
+    (lecture2_grader/intake/ ...) is listed too, or a wheel would install a grader that cannot import itself."""
     setuptools = _project()["tool"]["setuptools"]
-    folders = {str(p.parent.relative_to(ROOT)).replace("/", ".") for p in (ROOT / "lecture2").rglob("*.*")
+    folders = {str(p.parent.relative_to(ROOT)).replace("/", ".") for package in ("lecture2", "lecture2_grader")
+               for p in (ROOT / package).rglob("*.*")
                if p.suffix in (".py", ".json") and "__pycache__" not in p.parts}
     assert folders <= set(setuptools["packages"]), folders - set(setuptools["packages"])
     assert setuptools["package-data"]["lecture2.profiles"] == ["*.json"]

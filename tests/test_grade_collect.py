@@ -167,7 +167,7 @@ def test_hostile_archives_cost_nothing(course, monkeypatch):
     placed, unplaced = collect(course, [archive])
     assert sorted(placed) == ["abs", "outside", "win"]
     assert not (course.parent / "outside").exists() and not (course / "submitted" / "..").resolve().name == "outside"
-    monkeypatch.setattr(intake, "MAX_ENTRY", 32 * 2**20)  # (4 GiB by default: a notebook's outputs may be large)
+    monkeypatch.setattr(intake.archives, "MAX_ENTRY", 32 * 2**20)  # (4 GiB by default: a notebook's outputs may be large)
     bomb = course / "bomb.zip"  # 40 MiB that deflate to a few kB: read no further than the limit, and said so
     with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("bomb/01_tensors_dtypes.ipynb", b" " * (40 * 2**20))

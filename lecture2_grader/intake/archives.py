@@ -1,0 +1,191 @@
+"""Reading what was handed in: the files of a zip (and of a zip inside it, as a hand-in zip in an LMS download) or
+of a folder (nbgrader's exchange inbound, student folders), each with the submission time its archive gives.
+
+Entry names are kept inside the archive (no "..", no absolute paths, Windows separators turned round); an entry is
+read no further than its size limit, whatever its header says; a file past IN_MEMORY is spooled to the caller's
+folder, never held whole in memory. Nothing here runs or parses what it reads. It reads the archives and folders
+it is given and writes only into `spool`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import struct
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..text import terminal
+from .names import EXCHANGE_DIR
+from .term import UTC, parse_time
+
+MAX_ENTRY = 4 * 2**30  # bytes of one file taken from an archive (submission.MAX_FILE: a notebook's outputs count)
+IN_MEMORY = 16 * 2**20  # a larger file is spooled to disk while collecting, never held whole in memory
+MAX_ENTRIES = 50_000
+MAX_NESTED = 256 * 2**20  # bytes of a zip inside a zip (a student's hand-in zip in an LMS download)
+
+
+@dataclass
+
+
+class Received:
+    """One file found in an archive or folder, attributed (or not) to a student and a notebook."""
+
+    origin: str  # archive name and entry path, as handed in (escape before showing)
+    data: bytes | Path  # the file's bytes, or where a large one was spooled (see IN_MEMORY)
+    student: str | None = None
+    notebook: str | None = None  # release file name
+    file_name: str = ""  # the name the notebook came under (without an LMS's prefix)
+    at: dt.datetime | None = None  # submission time (aware)
+    time_source: str = ""
+    lms_late: bool = False
+    matched_by: str = ""  # "name", "cells", "nearest name"
+    why_not: str = ""  # why it was not placed
+    order: int = 0  # LMS duplicate suffix (-1, -2): later uploads of the same name
+    parts: list[str] = field(default_factory=list)  # its path in the archive, zips inside it included
+    lms: str = ""  # "canvas", "moodle", "exchange" or "" (a plain name)
+    lms_id: str = ""  # the LMS's number for the student (Canvas user id, Moodle participant id)
+    secret: str = ""  # nbgrader exchange's submission_secret.txt (what `nbgrader release_feedback` needs)
+
+
+def _entry_name(info: zipfile.ZipInfo) -> str:
+    """The entry's name: UTF-8 when flagged; else the bytes as written (cp437 by the zip spec), which Windows'
+    own zips of Chinese names write in GBK."""
+    name = info.filename
+    if not info.flag_bits & 0x800:
+        raw = name.encode("cp437", "replace")
+        for codec in ("utf-8", "gbk"):
+            try:
+                name = raw.decode(codec)
+                break
+            except UnicodeDecodeError:
+                continue
+    return name.replace("\\", "/")
+
+
+def entry_time(info: zipfile.ZipInfo, tz: dt.tzinfo) -> tuple[dt.datetime | None, str]:
+    """A zip entry's modification time, which LMS downloads set to the submission time: the extended-timestamp
+    or NTFS extra field (UTC) where present, else the DOS time read in the LMS's time zone."""
+    extra, i = info.extra, 0
+    while i + 4 <= len(extra):
+        tag, size = struct.unpack("<HH", extra[i:i + 4])
+        body = extra[i + 4:i + 4 + size]
+        if tag == 0x5455 and len(body) >= 5 and body[0] & 1:
+            return dt.datetime.fromtimestamp(struct.unpack("<i", body[1:5])[0], UTC), "zip entry time (UTC)"
+        if tag == 0x000A and len(body) >= 32 and struct.unpack("<HH", body[4:8]) == (1, 24):
+            ticks = struct.unpack("<Q", body[8:16])[0]
+            return dt.datetime(1601, 1, 1, tzinfo=UTC) + dt.timedelta(microseconds=ticks // 10), "zip entry time (UTC)"
+        i += 4 + size
+    if info.date_time[:3] <= (1980, 1, 1):
+        return None, ""
+    try:
+        return dt.datetime(*info.date_time, tzinfo=tz), f"zip entry time ({tz})"
+    except ValueError:
+        return None, ""
+
+
+def read_source(path: Path, tz: dt.tzinfo, spool: Path | None = None) -> tuple[list[Received], list[str]]:
+    """The files of a zip (one level of zips inside it too) or of a folder, with their times; and notes for what
+    could not be read at all."""
+    name = path.name
+    if path.is_dir():
+        return _read_folder(path, tz), []
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return _read_zip(zf, name, tz, [], spool=spool)
+    except (zipfile.BadZipFile, OSError, EOFError) as err:
+        return [], [f"{terminal(name, 100)}: not a zip file this collector reads ({terminal(err, 100)})"]
+
+
+def _read_zip(zf: zipfile.ZipFile, origin: str, tz: dt.tzinfo, outer: list[str],
+              nested: bool = False, spool: Path | None = None) -> tuple[list[Received], list[str]]:
+    found, notes = [], []
+    infos = [i for i in zf.infolist() if not i.is_dir()]
+    if len(infos) > MAX_ENTRIES:
+        return [], [f"{terminal(origin, 100)}: {len(infos):,} entries, more than this collector reads ({MAX_ENTRIES:,})"]
+    for info in infos:
+        name = _entry_name(info)
+        parts = [p for p in PurePosixPath(name).parts if p not in ("/", ".", "..")]
+        if not parts or parts[0] == "__MACOSX" or parts[-1].startswith("._"):
+            continue
+        where = f"{origin}: {'/'.join(parts)}"
+        is_zip = parts[-1].lower().endswith(".zip") and not nested
+        limit = MAX_NESTED if is_zip else MAX_ENTRY if spool is not None else IN_MEMORY
+        if info.file_size > limit:
+            notes.append(f"{terminal(where, 160)}: {info.file_size / 2**20:.0f} MiB, not read (limit {limit // 2**20} MiB)")
+            continue
+        try:
+            data = _take(zf, info, limit, None if is_zip else spool)
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as err:
+            notes.append(f"{terminal(where, 160)}: cannot be read ({terminal(err, 80)})")
+            continue
+        if data is None:
+            notes.append(f"{terminal(where, 160)}: larger than it says, not read")
+            continue
+        at, source = entry_time(info, tz)
+        if parts[-1].lower().endswith(".zip") and not nested:
+            import io
+
+            try:
+                with zipfile.ZipFile(io.BytesIO(data)) as inner:
+                    inner_found, inner_notes = _read_zip(inner, where, tz, outer + parts[:-1] + [parts[-1]], True)
+            except (zipfile.BadZipFile, OSError, EOFError) as err:
+                notes.append(f"{terminal(where, 160)}: not a zip file this collector reads ({terminal(err, 80)})")
+                continue
+            for item in inner_found:  # the LMS's time of the zip is the submission time of what it holds
+                if at is not None and item.at is not None and item.time_source.startswith("zip"):
+                    item.at, item.time_source = at, source
+                elif at is not None and item.at is None:
+                    item.at, item.time_source = at, source
+            found += inner_found
+            notes += inner_notes
+            continue
+        found.append(Received(where, data, at=at, time_source=source, parts=outer + parts))
+    return found, notes
+
+
+def _take(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, spool: Path | None) -> bytes | Path | None:
+    """An entry's bytes, or (past IN_MEMORY, with a `spool` folder) the file it was spooled to; None when it inflates
+    past `limit`, whatever its header says (it is read no further)."""
+    with zf.open(info) as f:
+        data = f.read(min(limit, IN_MEMORY) + 1)
+        if len(data) <= IN_MEMORY or spool is None:
+            return data if len(data) <= limit else None
+        fd, name = tempfile.mkstemp(dir=spool, suffix=".ipynb")
+        size = len(data)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                size += len(chunk)
+                if size > limit:
+                    break
+                out.write(chunk)
+    return Path(name) if size <= limit else None
+
+
+def _read_folder(root: Path, tz: dt.tzinfo) -> list[Received]:
+    """A folder as an archive: nbgrader's exchange inbound (<student>+lec02+<time>/...) or student folders."""
+    found = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+        parts = list(path.relative_to(root).parts)
+        size = path.stat().st_size
+        if path.name in ("timestamp.txt", "submission_secret.txt") or size > MAX_ENTRY:
+            continue
+        at = dt.datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        item = Received(f"{root.name}: {'/'.join(parts)}", path.read_bytes() if size <= IN_MEMORY else path, at=at,
+                        time_source="file time", parts=parts)
+        for i, part in enumerate(parts[:-1]):
+            m = EXCHANGE_DIR.match(part)
+            stamp_file = root.joinpath(*parts[:i + 1], "timestamp.txt")
+            if m and stamp_file.is_file():
+                try:
+                    item.at = parse_time(stamp_file.read_text("utf-8", "replace")[:100])
+                    item.time_source = "nbgrader exchange timestamp.txt"
+                except SystemExit:
+                    pass
+                secret = stamp_file.with_name("submission_secret.txt")
+                if secret.is_file() and secret.stat().st_size < 4096:
+                    item.secret = secret.read_text("ascii", "replace").strip()
+        found.append(item)
+    return found
