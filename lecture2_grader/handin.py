@@ -16,7 +16,6 @@ written all the same, and the line says which notebook to save again from Jupyte
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile

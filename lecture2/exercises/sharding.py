@@ -15,11 +15,8 @@ TransformerBlock split Megatron-style by lecture2.parallel. Units: bytes.
 """
 from __future__ import annotations
 
-import importlib
 import math
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from lecture2 import answers, checks, distributed
 

@@ -130,7 +130,7 @@ def _ring(op: str, nbytes: float, g: Group, p: int) -> tuple[float, float]:
 
 
 def _tree(nbytes: float, g: Group, p: int) -> tuple[float, float]:
-    n, nodes = g.ranks, g.nodes
+    nodes = g.nodes
     busbw = g.ring_busbw / 1e9
     cap = CHANNELS * _TREE_PER_CHANNEL[g.arch][min(nodes, 3) - 1]
     busbw = min(busbw * 0.92, cap)
