@@ -105,11 +105,6 @@ def config(device: str, memory_bytes: float | None = None) -> dict:
     }
 
 
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
 def _seconds(fn, device: str, repeat: int, warmup: int = 1) -> float:
     """The best of `repeat` timed calls: on a shared machine a neighbour slows some calls, never speeds one."""
     return measure.benchmark(fn, warmup=warmup, repeat=repeat, device=device).best

@@ -82,7 +82,7 @@ def mistakes(results: dict[str, dict[str, dict]]) -> tuple[list[dict], dict[tupl
     return rows, dict(tally)
 
 
-def write(course: Path, students: list[str], max_scores: dict[str, float]) -> tuple[Path, Path]:
+def write(course: Path, students: list[str]) -> tuple[Path, Path]:
     """mistakes.csv, mistakes_by_student.csv and class_report/ for `students`; returns mistakes.csv and the page."""
     results = load(course, students)
     rows, tally = mistakes(results)

@@ -259,5 +259,5 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
             executor.close()
         shutil.rmtree(scratch, ignore_errors=True)
     gradebook.write_csv(course)
-    classreport.write(course, gradebook.students(course), gradebook.max_scores(course))
+    classreport.write(course, gradebook.students(course))
     return ClassRun(sorted(grading.done, key=lambda s: s.name), notes, stopped)

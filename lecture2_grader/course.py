@@ -177,11 +177,6 @@ def load_course(course: Path) -> dict[str, Notebook]:
     return notebooks
 
 
-def load_release(folder: Path) -> dict[str, Notebook]:
-    """The release alone (a student's bundle has no solutions/): its visible tests are the tests."""
-    return {p.name: load(p, p) for p in sorted(folder.glob("*.ipynb"))}
-
-
 def tree_digest(folder: Path, pattern: str = "*.py") -> str:
     """Content hash of the files of a package folder (names and bytes), e.g. lecture2/ or this grader."""
     h = hashlib.sha256()
