@@ -254,21 +254,25 @@ def instruments_off(module_names: tuple[str, ...] = CALCULATOR) -> Iterator[None
     """While the block runs, every function and method defined in these lecture2 modules (a package: in any of
     its modules) runs `_instrument_off`'s code instead (wherever it was imported to): they hold the course's
     formulas, which some exercises ask a student to write. Restored afterwards."""
-    swapped = []
+    for name in module_names:
+        if not name.startswith("lecture2."):
+            raise ValueError(f"only lecture2's modules are switched off, not {name!r}")
+    # Every module imported before any is switched off (a module's import-time code may call another's); a closure's
+    # code cannot take another's without its cells; a function met twice (a module's and a class's) is swapped once.
+    modules = [m for name in module_names for m in _modules_of(name)]
+    swapped, seen = [], set()
     try:
-        for name in module_names:
-            if not name.startswith("lecture2."):
-                raise ValueError(f"only lecture2's modules are switched off, not {name!r}")
-            for module in _modules_of(name):
-                for obj in list(vars(module).values()):
-                    for f in [obj] + (list(vars(obj).values()) if isinstance(obj, type) else []):
-                        if getattr(f, "__module__", None) == module.__name__ and hasattr(f, "__code__") \
-                                and not f.__code__.co_freevars:  # a closure's code cannot take one without its cells
-                            swapped.append((f, f.__code__))
-                            f.__code__ = _instrument_off.__code__
+        for module in modules:
+            for obj in list(vars(module).values()):
+                for f in [obj] + (list(vars(obj).values()) if isinstance(obj, type) else []):
+                    if getattr(f, "__module__", None) == module.__name__ and hasattr(f, "__code__") \
+                            and not f.__code__.co_freevars and id(f) not in seen:
+                        seen.add(id(f))
+                        swapped.append((f, f.__code__))
+                        f.__code__ = _instrument_off.__code__
         yield
     finally:
-        for f, code in swapped:
+        for f, code in reversed(swapped):
             f.__code__ = code
 
 

@@ -101,3 +101,27 @@ def test_two_mistakes_at_once_are_explained_by_the_named_terms():
                             mistakes=[checks.mistake("tied_twice", want + V * d)],
                             terms={"V·d": V * d, "T·d": 1024 * d, "d": d})
     assert "+1 × V·d -1 × d" in str(err.value) and "多算了 V·d、漏算了 d" in str(err.value)
+
+
+def test_instruments_off_switches_whole_packages_and_restores_every_function():
+    """In a fresh process (nothing of the calculator imported yet): are lecture2.planner and every module of
+    lecture2.planning switched off, though importing planner calls lecture2.estimate, and is every function whole
+    again afterwards?"""
+    import subprocess
+    import sys
+
+    probe = (
+        "from lecture2 import answers\n"
+        "with answers.instruments_off():\n"
+        "    from lecture2 import planner\n"
+        "    from lecture2.planning import step\n"
+        "    try:\n"
+        "        planner.model('lecture-7b'); raise SystemExit('planner was not switched off')\n"
+        "    except RuntimeError as err:\n"
+        "        assert answers.OFF in str(err)\n"
+        "off = [f'{m.__name__}.{n}' for name in answers.CALCULATOR for m in answers._modules_of(name)\n"
+        "       for n, f in vars(m).items() if getattr(f, '__code__', None) is answers._instrument_off.__code__]\n"
+        "assert not off, off\n"
+        "print(planner.model('lecture-7b').counted_params() > 0)\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr[-2000:]

@@ -23,7 +23,7 @@ from torch.nn.modules.module import register_module_parameter_registration_hook
 from torch.overrides import TorchFunctionMode
 
 from lecture2 import answers, checks
-from lecture2.models import GPT, GPTConfig, TransformerBlock
+from lecture2.models import GPT, GPT2_SMALL, GPTConfig, TransformerBlock  # noqa: F401  (GPT2_SMALL: spec.GPT2_SMALL in test cells)
 
 checks.register_hints({
     "modules.rms_keepdim": "求均值时用 keepdim=True (mean(dim=-1, keepdim=True))，结果的形状是 (..., 1)，才能和 x 广播 (broadcast)。",
