@@ -25,10 +25,20 @@ Modules, one job each:
     planning  the planner's parts: shapes (config.json), compute, collectives, schedule, memory, costs, step, search
     cli       `python -m lecture2 ...` (cli_estimate: the estimate command)
 
-distributed, zero, parallel, network, planner and planning are imported on use (`from lecture2 import distributed`),
-not here: `import lecture2` stays light, and `python -m lecture2.distributed.worker` (a rank) starts clean.
+Every module is imported on first use (`from lecture2 import checks`, or `lecture2.hardware`): `import lecture2`
+imports no torch, so that the grader's own process, the student's process before its first cell and
+`python -m lecture2.distributed.worker` (a rank) start clean and fast.
 """
-from . import checks, estimate, fmt, hardware, measure, models, training_state
+from __future__ import annotations
+
+import importlib
 
 __all__ = ["checks", "estimate", "fmt", "hardware", "measure", "models", "training_state"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """`lecture2.<module>`, imported when first asked for."""
+    if name in __all__:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,6 +29,7 @@ from . import ASSIGNMENT, artifacts, classreport, gradebook, pipeline, store
 from .course import Notebook, load_course
 from .records import ClassRun, Judged, StudentRun
 from .run import Executor
+from .run import judges
 from .run.local import LocalExecutor
 from .run.preflight import font_cache, package_dir
 from .runtime import Runtime
@@ -59,6 +60,28 @@ class Work:
     @property
     def label(self) -> str:
         return f"{self.student}/{self.nb.stem}"
+
+
+class Background:
+    """fn(*args) in a thread of its own; `result()` waits for it and returns what it returned, or raises what it
+    raised (SystemExit too)."""
+
+    def __init__(self, fn, *args):
+        self._value, self._error = None, None
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, *args) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as err:  # noqa: BLE001  raised again by result(), in the caller's thread
+            self._error = err
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def guarded(stage: str, nb: Notebook, run: StudentRun, fn, *args):
@@ -105,6 +128,7 @@ class ClassGrading:
         self.students: dict[str, Progress] = {}
         self.done: list[StudentRun] = []
         self.store = store.Store(course)
+        self.registered: Background | None = None
 
     def prepare(self, names: list[str], code: str) -> list[Work]:
         """Every chosen notebook of every student, read and planned (a student without a folder: one problem)."""
@@ -157,6 +181,8 @@ class ClassGrading:
 
     def merge(self, progress: Progress) -> None:
         """A student's notebooks into their record and the gradebook (one writer: this thread)."""
+        if self.registered is not None:
+            self.registered.result()  # the assignment is in the gradebook before a student is
         run = progress.run
         for stem, result in sorted(progress.results.items()):
             run.problems += [f"{stem}: {p}" for p in result.problems]
@@ -168,10 +194,17 @@ class ClassGrading:
             run.problems.append(f"the gradebook could not be written for this student ({type(err).__name__}: {err})")
         self.done.append(run)
 
-    def run(self, work: list[Work], executor: Executor, stop: threading.Event | None) -> bool:
-        """Send `work` to `executor` and complete each notebook as it comes back; True when stopped (Ctrl-C)."""
+    def run(self, work: list[Work], executor: Executor, stop: threading.Event | None,
+            checking: Background) -> bool:
+        """Send `work` to `executor` and complete each notebook as it comes back, once `checking` (the executor's
+        preflight, running meanwhile) has passed: nothing a broken sandbox judged is kept. True when stopped."""
         futures: dict[Future, tuple[Work, float]] = {
             executor.submit(item.job.judge, label=item.label): (item, time.perf_counter()) for item in work}
+        try:
+            checking.result()
+        except BaseException:
+            executor.stop()
+            raise
         waiting, done = set(futures), 0
         _progress(0, len(work), "")
         while waiting:
@@ -229,9 +262,17 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
     stopped = False
     try:
         runtime.package = package_dir()
-        runtime.mpl_cache = font_cache(scratch)
-        gradebook.register(course, {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in every.values()})
+        runtime.mpl_cache = scratch / "matplotlib-cache"
+        fonts = Background(font_cache, scratch)  # needed by the first cell that plots, not before
+        # The run's fixed costs side by side: nbgrader registering the assignment (a subprocess) and the judges'
+        # fork server importing torch, while the notebooks are read and the sandbox proves itself.
+        registering = Background(gradebook.register, course,
+                                 {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in every.values()})
+        if executor is None:
+            Background(judges.warm, runtime)
+        grading.registered = registering
         work = grading.prepare(names, pipeline.code_digest(runtime.package))
+        fonts.result()
         for progress in grading.students.values():
             if progress.pending == 0:
                 grading.merge(progress)
@@ -245,8 +286,9 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
                 to_run.append(item)
         if to_run and not (stop is not None and stop.is_set()):
             executor = executor or LocalExecutor(runtime, jobs)
-            notes = notes + executor.preflight()
-            stopped = grading.run(to_run, executor, stop)
+            checking = Background(executor.preflight)  # its sandbox starts beside the first notebooks' judges
+            stopped = grading.run(to_run, executor, stop, checking)
+            notes = notes + (checking.result() or [])
             if stopped:
                 left = sum(p.pending for p in grading.students.values())
                 notes.append(f"stopped: {left} notebook{'s' if left != 1 else ''} not graded this time (the gradebook "
@@ -254,6 +296,7 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
         if reused:
             notes.append(f"{reused} of {len(work)} notebooks unchanged since they were last graded: their stored results "
                          "were used (--regrade runs them again)")
+        registering.result()
     finally:
         if own_executor and executor is not None:
             executor.close()

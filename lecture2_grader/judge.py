@@ -124,8 +124,9 @@ def kernel_link(job: dict):
                                  max_starts=spec.get("max_starts", 3)))
 
 
-def judge(job: dict) -> Judged:
-    """Run a job's test cells in order, the student's process running the cells before each; the results."""
+def judge(job: dict, wait=None) -> Judged:
+    """Run a job's test cells in order, the student's process running the cells before each; the results. With
+    `wait`, the student's process is started first, then `wait()` is called (the executor's turn to judge)."""
     link = kernel_link(job)
     sink = Sink()
     pending = sorted(job["cells"], key=lambda c: c["at"])
@@ -133,6 +134,9 @@ def judge(job: dict) -> Judged:
     results = []
     stopped = False
     try:
+        if wait is not None:
+            link.warm()
+            wait()
         for test in job["tests"]:
             before = [c for c in pending if c["at"] < test["index"]]
             pending = pending[len(before):]
@@ -154,7 +158,7 @@ def judge(job: dict) -> Judged:
                   "stopped" if stopped else "")
 
 
-def run_job(job: dict) -> dict:
+def run_job(job: dict, wait=None) -> dict:
     """Set this process up for `job` (threads, GPU, the grading flag) and judge it; the results as JSON-able data
     (records.Judged). Call it in a fresh process: `python -m lecture2_grader.judge`, or a child of the fork server."""
     signal.signal(signal.SIGTERM, _on_term)
@@ -167,7 +171,7 @@ def run_job(job: dict) -> dict:
         import torch
 
         torch.set_num_threads(int(threads))
-    return judge(job).to_json()
+    return judge(job, wait).to_json()
 
 
 def main() -> int:

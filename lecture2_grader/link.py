@@ -112,6 +112,15 @@ class KernelLink:
 
     # ---- process
 
+    def warm(self) -> None:
+        """Start the student's process now, before anything is asked of it (it runs nothing until then). A process
+        that does not start is tried again, as usual, by the first request."""
+        if self._run is None:
+            try:
+                self._start()
+            except answers.AnswerUnavailable:
+                pass
+
     def new_budget(self) -> None:
         """A new test cell: its checks may start the student's process `max_starts` times again."""
         self._starts_here = 0
@@ -164,14 +173,9 @@ class KernelLink:
         raise exc(why)
 
     def close(self) -> None:
+        """End the student's process: everything it sent is read already, so it is killed at once (an interpreter that
+        imported torch takes most of a second to tear itself down, for nothing)."""
         if self._run is not None:
-            try:
-                os.write(self._req, wire.pack({"op": "bye"}))
-            except OSError:
-                pass
-            deadline = time.monotonic() + 2
-            while self._run.alive() and time.monotonic() < deadline:
-                time.sleep(0.02)
             self._run.kill()
             self.events.oom = self.events.oom or self._run.oom_killed()
             for fd in (self._req, self._rep):

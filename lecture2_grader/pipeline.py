@@ -73,11 +73,11 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
     return Job(student, nb.name, answers.sources, list(answers.problems), findings, job, digest, notices)
 
 
-def execute(judge_job: dict, runtime: Runtime) -> dict:
+def execute(judge_job: dict, runtime: Runtime, **where) -> dict:
     """Run the judge on `judge_job` (which starts the student's process) within the notebook's time limit: its
     results as plain data (what crosses to another machine; records.Judged reads them), a failure with its cause
-    when it gave none. Where the process runs is lecture2_grader.run's."""
-    return judges.run(judge_job, runtime)
+    when it gave none. Where and when the process runs is lecture2_grader.run's (`where`: judges.run's slot)."""
+    return judges.run(judge_job, runtime, **where)
 
 
 def finish(job: Job, judged: Judged | None, nb: Notebook) -> score.NotebookResult:

@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     plain, graded = [], []
     with tempfile.TemporaryDirectory(prefix="bench-wall-") as tmp:
         tmp = Path(tmp)
+        (tmp / "ref").mkdir()
         filled = course(tmp / "ref", names) / "submitted" / "ref" / "lec02"
         for k in range(args.rounds):
             folder = tmp / f"course{k}"

@@ -268,6 +268,7 @@ class DaskExecutor:
         self._printed: set[str] = set()
         self._names: dict[str, str] = {}
         self._registered = False
+        self._preflight_lock = threading.RLock()
         self._closed = threading.Event()
 
     def describe(self) -> str:
@@ -359,6 +360,10 @@ class DaskExecutor:
     def preflight(self) -> list[str]:
         """Send this run's check to every worker and wait until one passed (all of them, if they are there
         already). Returns notes for the report; SystemExit when no worker can grade."""
+        with self._preflight_lock:  # one check of the workers, whoever asks first (submit() asks too)
+            return self._preflight()
+
+    def _preflight(self) -> list[str]:
         if not self._registered:
             self.expected = identity(self.runtime.package)
             settings = self.settings()

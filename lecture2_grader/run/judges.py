@@ -10,6 +10,7 @@ and kills the student's process), then killed; a judge that returned nothing is 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -17,18 +18,34 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from ..records import Judged
 from ..runtime import GRADER, STOP_SECONDS, Runtime
 
-def run(judge_job: dict, runtime: Runtime) -> dict:
+def run(judge_job: dict, runtime: Runtime, slot: threading.Semaphore | None = None,
+        started: list | None = None) -> dict:
     """Run the judge on `judge_job` (which starts the student's process) within the notebook's time limit. Returns
-    its results, or a failure (records.Judged.failure) when it gave none; partial results when it was stopped."""
+    its results, or a failure (records.Judged.failure) when it gave none; partial results when it was stopped.
+
+    With a `slot`, the notebook is judged only while this thread holds it; a forked judge starts its student's
+    process before it waits for the slot, so that the next notebook's interpreter and torch are loading while the
+    one before is judged (the sandbox and the process are the next notebook's own, and run nothing before their
+    turn). The notebook's time limit counts from the slot; `started` gets that moment (time.perf_counter())."""
     judge_job = {**judge_job, "cell_timeout": runtime.cell_timeout, "threads": runtime.threads, "cuda": runtime.cuda,
                  "kernel": runtime.kernel_spec()}  # this machine's: what a job carries is the same everywhere
+    slot = slot or contextlib.nullcontext()
     if runtime.forkserver and forkserver_usable():
-        return _execute_forked(judge_job, runtime)
+        return _execute_forked(judge_job, runtime, slot, started)
+    with slot:
+        if started is not None:
+            started.append(time.perf_counter())
+        return _execute_process(judge_job, runtime)
+
+
+def _execute_process(judge_job: dict, runtime: Runtime) -> dict:
+    """The judge as a fresh `python -m lecture2_grader.judge` (where a fork server cannot be used)."""
     with tempfile.TemporaryDirectory(prefix="lecture2-judge-") as work:
         env = dict(os.environ, OMP_NUM_THREADS=str(runtime.threads), MKL_NUM_THREADS=str(runtime.threads),
                    MPLCONFIGDIR=str(Path(work) / ".matplotlib"), PYTHONDONTWRITEBYTECODE="1")
@@ -111,8 +128,7 @@ def die_with_parent() -> None:
 
 # ---- the judge's fork server: the imports paid once per grading run, a fresh process per notebook
 
-PRELOAD = ["torch", "lecture2", "lecture2.checks", "lecture2.answers", "lecture2.exercises", "lecture2_grader.judge",
-           "lecture2_grader.link"]
+PRELOAD = ["lecture2_grader.run.preload"]  # what the fork server imports once (preload.py says what and why)
 _CONTEXT = None
 
 
@@ -140,8 +156,9 @@ def context():
     return _CONTEXT
 
 
-def _judge_child(job: dict, conn, env: dict) -> None:
-    """In a fresh child of the fork server: judge `job` and send its results (or why there are none)."""
+def _judge_child(job: dict, conn, env: dict, go) -> None:
+    """In a fresh child of the fork server: judge `job` when `go` says so (its student's process started before)
+    and send its results (or why there are none)."""
     import io
     import traceback
 
@@ -151,7 +168,7 @@ def _judge_child(job: dict, conn, env: dict) -> None:
         from ..judge import run_job
 
         die_with_parent()
-        results = run_job(job)
+        results = run_job(job, wait=go.recv)
     except BaseException as err:  # noqa: BLE001  the grader's own failure, reported as such
         results = {"error": f"the grader's judge failed ({type(err).__name__}: {err})",
                    "log": traceback.format_exc()[-4000:]}
@@ -161,25 +178,34 @@ def _judge_child(job: dict, conn, env: dict) -> None:
         conn.close()
 
 
-def _execute_forked(judge_job: dict, runtime: Runtime) -> dict:
+def _execute_forked(judge_job: dict, runtime: Runtime, slot, started: list | None) -> dict:
     ctx = context()
     receive, send = ctx.Pipe(duplex=False)
+    go_receive, go = ctx.Pipe(duplex=False)
     env = {"OMP_NUM_THREADS": str(runtime.threads), "MKL_NUM_THREADS": str(runtime.threads)}
     if runtime.mpl_cache:
         env["MPLCONFIGDIR"] = str(runtime.mpl_cache)
-    proc = ctx.Process(target=_judge_child, args=(judge_job, send, env), daemon=False)
+    proc = ctx.Process(target=_judge_child, args=(judge_job, send, env, go_receive), daemon=False)
     proc.start()
     send.close()
+    go_receive.close()
     _RUNNING[threading.get_ident()] = proc
     results, stopped = None, False
     try:
-        if receive.poll(runtime.notebook_timeout):
-            results = receive.recv()
-        else:
-            stopped = True
-            proc.terminate()  # SIGTERM: the judge writes what it has and kills the student's process
-            if receive.poll(STOP_SECONDS):
+        with slot:  # the child starts its student's process meanwhile; it judges once it is told to go
+            if started is not None:
+                started.append(time.perf_counter())
+            try:
+                go.send(True)
+            except OSError:  # the child is gone already: what it left is read below
+                pass
+            if receive.poll(runtime.notebook_timeout):
                 results = receive.recv()
+            else:
+                stopped = True
+                proc.terminate()  # SIGTERM: the judge writes what it has and kills the student's process
+                if receive.poll(STOP_SECONDS):
+                    results = receive.recv()
     except (EOFError, OSError):
         results = None
     finally:
@@ -189,6 +215,7 @@ def _execute_forked(judge_job: dict, runtime: Runtime) -> dict:
             proc.kill()
             proc.join()
         receive.close()
+        go.close()
     if not isinstance(results, dict):
         return _no_results(stopped, proc.exitcode, runtime, "")
     if stopped:

@@ -1,4 +1,7 @@
-"""This machine's executor: `jobs` judges at once, each started by judges.run in a thread of a pool."""
+"""This machine's executor: `jobs` notebooks judged at once, each by a judge judges.run starts in a thread of a pool.
+
+One more judge than `jobs` is started: it starts its own student's process (a fresh interpreter importing torch,
+most of a notebook's fixed cost) while the others judge, then waits for a slot (judges.run's `slot`)."""
 from __future__ import annotations
 
 import threading
@@ -17,7 +20,8 @@ class LocalExecutor:
 
     def __init__(self, runtime: Runtime, jobs: int = 1):
         self.runtime, self.jobs = runtime, jobs
-        self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="judge")
+        self._pool = ThreadPoolExecutor(max_workers=jobs + 1, thread_name_prefix="judge")
+        self._slots = threading.BoundedSemaphore(jobs)
         self._threads: set[int] = set()
         self._boxes: dict[Future, list[float]] = {}
         self._lock = threading.Lock()
@@ -36,11 +40,11 @@ class LocalExecutor:
         ident = threading.get_ident()
         with self._lock:
             self._threads.add(ident)
-        start = time.perf_counter()
+        started: list[float] = []
         try:
-            return pipeline.execute(judge_job, self.runtime)
+            return pipeline.execute(judge_job, self.runtime, slot=self._slots, started=started)
         finally:
-            box.append(time.perf_counter() - start)
+            box.append(time.perf_counter() - (started[0] if started else time.perf_counter()))
             with self._lock:
                 self._threads.discard(ident)
 

@@ -8,6 +8,7 @@ process starts in its sandbox and imports this grader's lecture2 (else every not
 """
 from __future__ import annotations
 
+import glob
 import os
 import subprocess
 import sys
@@ -138,12 +139,7 @@ def preflight(runtime: Runtime) -> list[str]:
             "  environment was made from.")
     notes = []
     cuda = int(found.get("cuda") or 0)
-    try:
-        import torch
-
-        here = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:
-        here = 0
+    here = len(glob.glob("/dev/nvidia[0-9]*"))  # this machine's NVIDIA GPUs, without importing torch here
     runtime.cuda = cuda > 0
     if here and not cuda:
         notes.append(f"the student's process cannot reach this machine's {here} GPU(s) {where}: grading on the CPU")
