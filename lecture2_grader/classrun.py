@@ -28,8 +28,8 @@ from pathlib import Path
 from . import ASSIGNMENT, artifacts, classreport, gradebook, pipeline, store
 from .course import Notebook, load_course
 from .records import ClassRun, Judged, StudentRun
+from . import launch
 from .run import Executor
-from .run import judges
 from .run.local import LocalExecutor
 from .run.preflight import font_cache, package_dir
 from .runtime import Runtime
@@ -269,7 +269,7 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
         registering = Background(gradebook.register, course,
                                  {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in every.values()})
         if executor is None:
-            Background(judges.warm, runtime)
+            Background(launch.warm, runtime)
         grading.registered = registering
         work = grading.prepare(names, pipeline.code_digest(runtime.package))
         fonts.result()

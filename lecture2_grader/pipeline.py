@@ -17,14 +17,14 @@ from pathlib import Path
 from . import advice, plan, scan, score, store, submission
 from .course import Notebook, tree_digest
 from .records import Judged
-from .run import judges
+from . import launch
 from .runtime import GRADER, Runtime
 
 # The grader's modules whose code decides what a judge returns for a submission (what is read, planned, run and
 # how): a change to one of them makes every stored result stale. Scoring, feedback, reports and the gradebook are
 # made again from the stored results at every run, so their changes cost no notebook a run.
 JUDGING = ("course.py", "submission.py", "source.py", "plan.py", "pipeline.py", "judge.py", "link.py", "kernel.py",
-           "sandbox.py", "score.py", "records.py", "runtime.py", "run/judges.py")
+           "sandbox.py", "score.py", "records.py", "runtime.py", "launch.py")
 
 
 def code_digest(package: Path) -> str:
@@ -76,8 +76,8 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
 def execute(judge_job: dict, runtime: Runtime, **where) -> dict:
     """Run the judge on `judge_job` (which starts the student's process) within the notebook's time limit: its
     results as plain data (what crosses to another machine; records.Judged reads them), a failure with its cause
-    when it gave none. Where and when the process runs is lecture2_grader.run's (`where`: judges.run's slot)."""
-    return judges.run(judge_job, runtime, **where)
+    when it gave none. Where the judges run is lecture2_grader.run's (`where`: launch.run's slot)."""
+    return launch.run(judge_job, runtime, **where)
 
 
 def finish(job: Job, judged: Judged | None, nb: Notebook) -> score.NotebookResult:

@@ -39,7 +39,7 @@ from pathlib import Path
 import nbformat
 
 from lecture2_grader import ASSIGNMENT, classrun, gradebook
-from lecture2_grader.run import judges
+from lecture2_grader import launch
 from lecture2_grader.run.local import LocalExecutor
 from lecture2_grader.runtime import Runtime
 
@@ -120,7 +120,7 @@ def percentile(values: list[float], q: float) -> float:
 def warm_forkserver() -> None:
     """Start this process's judge fork server (torch imported once) before anything is timed, as a Dask worker
     does in its preflight."""
-    judges.warm(Runtime())
+    launch.warm(Runtime())
 
 
 class MemorySampler:

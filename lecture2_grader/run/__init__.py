@@ -3,7 +3,7 @@ pipeline.Job.judge) and returns a future of its results (plain data); the class 
 else in its own process: the results store, scores, feedback, the gradebook, grades.csv and the class report. So a
 score is the same whichever executor computed it.
 
-    local.LocalExecutor(runtime, jobs)       this machine: `jobs` judges at once (judges.py starts each)
+    local.LocalExecutor(runtime, jobs)       this machine: `jobs` judges at once (launch.py starts each)
     dask.DaskExecutor(runtime, address)      a Dask cluster: one task per student notebook, on workers that proved
                                              they grade with this code and sandbox
     clusters.from_config(course, name, ...)  the Dask cluster a course names: Slurm (dask-jobqueue), Kubernetes

@@ -19,7 +19,7 @@ sandbox, its own lecture2 and its own font cache, so a score is the one this mac
 
 Failures. A worker killed in the middle of a notebook loses its task: the scheduler runs it again on another
 worker (up to distributed.scheduler.allowed-failures times), and the instructor's process gets one result for
-it, so the notebook is graded once. A judge never outlives its worker (judges.die_with_parent). The
+it, so the notebook is graded once. A judge never outlives its worker (launch.die_with_parent). The
 instructor's process killed: every result received is already in the results store (store.py), and the next
 run sends only the notebooks without one.
 
@@ -48,10 +48,10 @@ from pathlib import Path
 from distributed import Client, Reschedule, get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from .. import pipeline, sandbox
+from .. import launch, pipeline, sandbox
 from ..course import tree_digest
 from ..runtime import FIRST_WORKER_SECONDS, GRADER, Runtime
-from . import judges, preflight
+from . import preflight
 
 TOPIC = "lecture2-grader"  # the scheduler's event log topic where workers say whether they passed
 STRANDED_GRACE = 60.0  # seconds the notebooks left wait when every worker connected has refused them
@@ -145,7 +145,7 @@ class WorkerSetup(WorkerPlugin):
             return {"ok": False, "why": "; ".join(wrong) + ". Install the instructor's commit there (the same "
                     "course, grader and torch), then start the worker again"}
         # A Nanny's worker is a daemonic process, which multiprocessing forbids to have children; the judges are
-        # its children (forked from pipeline's fork server) and end with it (judges.die_with_parent).
+        # its children (forked from pipeline's fork server) and end with it (launch.die_with_parent).
         multiprocessing.current_process()._config["daemon"] = False
         settings = dict(self.settings)
         limits = sandbox.Limits(**settings.pop("limits"))
@@ -157,7 +157,7 @@ class WorkerSetup(WorkerPlugin):
             notes = preflight.preflight(runtime)
         except SystemExit as err:
             return {"ok": False, "why": str(err).removeprefix("error: ")}
-        judges.warm(runtime)  # torch imported once, before the first notebook
+        launch.warm(runtime)  # torch imported once, before the first notebook
         confinement = sandbox.confinement(limits) if runtime.sandboxed else "no sandbox"
         return {"ok": True, "runtime": runtime, "slots": slots, "threads": runtime.threads, "cuda": runtime.cuda,
                 "notes": notes, "confinement": confinement}
@@ -205,7 +205,7 @@ def judge_task(judge_job: dict, token: str, expected: dict[str, str]) -> str:
 
 def stop_judges(token: str) -> int:
     """On a worker (client.run): stop the judges of this run's notebooks now (the instructor stopped)."""
-    return judges.stop_running(set(_ACTIVE.get(token, set())))
+    return launch.stop_running(set(_ACTIVE.get(token, set())))
 
 
 def _noop() -> float:

@@ -1,16 +1,16 @@
-"""This machine's executor: `jobs` notebooks judged at once, each by a judge judges.run starts in a thread of a pool.
+"""This machine's executor: `jobs` notebooks judged at once, each by a judge launch.run starts in a thread of a pool.
 
 One more judge than `jobs` is started: it starts its own student's process (a fresh interpreter importing torch,
-most of a notebook's fixed cost) while the others judge, then waits for a slot (judges.run's `slot`)."""
+most of a notebook's fixed cost) while the others judge, then waits for a slot (launch.run's `slot`)."""
 from __future__ import annotations
 
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .. import pipeline
+from .. import launch, pipeline
 from ..runtime import Runtime
-from . import judges, preflight
+from . import preflight
 
 
 class LocalExecutor:
@@ -64,7 +64,7 @@ class LocalExecutor:
         with self._lock:
             threads = set(self._threads)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        judges.stop_running(threads)
+        launch.stop_running(threads)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -21,8 +21,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..records import Judged
-from ..runtime import GRADER, STOP_SECONDS, Runtime
+from .records import Judged
+from .runtime import GRADER, STOP_SECONDS, Runtime
 
 def run(judge_job: dict, runtime: Runtime, slot: threading.Semaphore | None = None,
         started: list | None = None) -> dict:
@@ -128,7 +128,7 @@ def die_with_parent() -> None:
 
 # ---- the judge's fork server: the imports paid once per grading run, a fresh process per notebook
 
-PRELOAD = ["lecture2_grader.run.preload"]  # what the fork server imports once (preload.py says what and why)
+PRELOAD = ["lecture2_grader.preload"]  # what the fork server imports once (preload.py says what and why)
 _CONTEXT = None
 
 
@@ -165,7 +165,7 @@ def _judge_child(job: dict, conn, env: dict, go) -> None:
     os.environ.update(env)
     sys.stdout = io.StringIO()  # what anything prints is not the results
     try:
-        from ..judge import run_job
+        from .judge import run_job
 
         die_with_parent()
         results = run_job(job, wait=go.recv)
