@@ -3,12 +3,12 @@
 The test starts JupyterLab from the course's own environment (this interpreter's `jupyter`) on a free
 loopback port with a random token, over a scratch copy of `notebooks/`, and drives headless Chromium
 (Debian's `chromium`; Playwright only drives it, its own browser download is not used). Every notebook is
-opened and its Chinese prose and math must render; "Run > Run All Cells" runs in the notebooks of RUN_ALL: the
+opened and its Chinese prose and math must render; "Run > Run All Cells" runs in the notebook of RUN_ALL, the
 one whose exercise is filled in with its reference solution (the page shows the course's success line for it and
-its "not implemented yet" notice for every other one) and notebook 10, whose live groups start from the lab's
-kernel. That every other release notebook runs to its end in a kernel, each unfilled check printing its notice,
-is tests/test_exercises.py::test_release_runs_to_the_end_in_the_lab (no browser needed): a notebook runs once
-per purpose. A screenshot per notebook goes to `.artefacts/screenshots/`.
+its "not implemented yet" notice for every other one). That every release notebook runs to its end in a Jupyter
+kernel (notebook 10's live groups started from it included), each unfilled check printing its notice, is
+tests/test_exercises.py::test_release_runs_to_the_end_in_the_lab (no browser needed): a notebook runs once per
+purpose. A screenshot per notebook goes to `.artefacts/screenshots/`.
 
 Run it alone with `make test PYTEST_ARGS="-m browser"`. It is skipped when Playwright or Chromium is
 missing, unless LECTURE2_BROWSER_REQUIRED is set (CI sets it: there a missing browser fails).
@@ -41,8 +41,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 # The exercise filled in with its reference solution before the browser opens it, and the name its
 # check cell passes to checks.exercise.
 FILLED = ("01_tensors_dtypes.ipynb", "ex01_tensor_bytes", "tensor_bytes")
-# The notebooks run with Run All in the browser: the filled one, and the one whose workers a lab kernel spawns.
-RUN_ALL = [FILLED[0], "10_sharding.ipynb"]
+# The notebook run with Run All in the browser: the filled one.
+RUN_ALL = [FILLED[0]]
 RUN_TIMEOUT_S = 240  # one notebook's Run All on a slow 2-core CPU takes 15-40 s
 SUCCESS = "检查通过 (all checks passed)"
 NOT_YET = "还没有完成 (not implemented yet)"

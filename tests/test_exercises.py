@@ -86,9 +86,10 @@ def test_reference_passes_stub_fails_mistakes_draw_hints(name):
                 if status.get("status") != "ok":
                     failures.append(f"planted mistake {p.name!r}: the planted cell itself fails: {status}")
                     continue
-                failures += planted_problems(p, j.test(test_id), "check")
-                if p.visible:
+                if p.visible:  # the visible groups are the full check's too: failing them, it fails the full check
                     failures += planted_problems(p, j.test(test_id, visible=True), "visible check")
+                else:
+                    failures += planted_problems(p, j.test(test_id), "check")
             j.answer(solution_id, reference[solution_id])
     assert not failures, "\n".join(failures)
 

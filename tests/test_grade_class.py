@@ -357,7 +357,7 @@ def make_course(root: Path, names: list[str], cases: dict[str, dict]) -> Path:
     return root
 
 
-def grading_runtime(cell_timeout: float = 10, notebook_timeout: float = 120):
+def grading_runtime(cell_timeout: float = 5, notebook_timeout: float = 120):
     rt = judging_runtime(sandboxed=True, threads=1)
     rt.cell_timeout, rt.notebook_timeout = cell_timeout, notebook_timeout
     rt.limits = sandbox.Limits(memory=4 * 2**30)
