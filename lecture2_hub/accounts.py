@@ -123,6 +123,31 @@ def interpreter_problem(venv: Path) -> str | None:
             "private home: rm -rf .venv && make setup PYTHON=/usr/bin/python3")
 
 
+def package_problem(venv: Path, course: Path | None = None) -> str | None:
+    """Why students' kernels could not import the course's packages, or None. An editable install (`pip install
+    -e`) adds its checkout to sys.path through a .pth file, and Python finds a package in a folder only if it may
+    list that folder: a checkout other users cannot read (a fresh clone in `mktemp -d` is mode 0700) imports
+    nothing in a student's server. The course folder (`course`) is left out: protect_course opens it."""
+    folders = []
+    for pth in sorted((venv / "lib").glob("python*/site-packages/__editable__*.pth")):
+        for line in pth.read_text(errors="replace").splitlines():
+            line = line.strip()
+            if line and not line.startswith(("#", "import ")) and Path(line).is_dir():
+                folders.append(Path(line).resolve())
+    for folder in folders:
+        if course is not None and folder == course.resolve():
+            continue
+        blocked = unreachable_parent(folder / "x")
+        if blocked is None and not _others_can_read(folder):
+            blocked = folder
+        if blocked is not None:
+            return (f"the course's packages are installed from {folder} (an editable install), and other users cannot "
+                    f"{'list' if blocked == folder else 'pass through'} {blocked} (mode "
+                    f"{stat.S_IMODE(blocked.stat().st_mode):o}), so students' kernels could not import lecture2: "
+                    f"chmod o+{'rx' if blocked == folder else 'x'} {blocked}, or start the hub from that checkout")
+    return None
+
+
 def protect_course(course: Path, keep: tuple[str, ...] = ()) -> list[str]:
     """Make the course folder safe to share with students' Unix users (see the module's doc); lines saying what."""
     lines = []

@@ -190,7 +190,7 @@ def _check(course: Path, roster_path: Path, proxy: str, exchange: Path) -> tuple
         if not (course / ".venv" / "bin" / tool).is_file():
             raise HubError(f"{course / '.venv' / 'bin' / tool} is missing: run `make setup` (jupyterhub comes with "
                            "the course's dependencies)")
-    problem = accounts.interpreter_problem(course / ".venv")
+    problem = accounts.interpreter_problem(course / ".venv") or accounts.package_problem(course / ".venv", course)
     if problem:
         raise HubError(problem)
     if not proxy or not os.access(proxy, os.X_OK):

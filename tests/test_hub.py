@@ -115,6 +115,26 @@ def test_a_course_under_a_private_folder_is_refused_with_the_way_out(tmp_path):
         accounts.protect_course(course)
 
 
+def test_packages_installed_from_a_checkout_students_cannot_list_are_refused_with_the_way_out():
+    with tempfile.TemporaryDirectory() as base:  # under /tmp, not pytest's tmp (mode 0700)
+        os.chmod(base, 0o755)
+        _package_problems(Path(base))
+
+
+def _package_problems(base: Path) -> None:
+    checkout, venv = base / "clone", base / "venv"
+    checkout.mkdir(mode=0o700)
+    site = venv / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "__editable__.lecture2-0.1.0.pth").write_text(f"{checkout}\n")
+    os.chmod(checkout, 0o701)
+    problem = accounts.package_problem(venv)
+    assert problem and f"cannot list {checkout}" in problem and f"chmod o+rx {checkout}" in problem, problem
+    assert accounts.package_problem(venv, course=checkout) is None  # protect_course opens the course itself
+    os.chmod(checkout, 0o755)
+    assert accounts.package_problem(venv) is None
+
+
 def test_the_validate_button_says_what_make_validate_says_escaped():
     assert validate_button.reply(0, "01: 7/7\n✅ tensor_bytes\n") == {"success": True, "value": {}}
     failed = validate_button.reply(0, "01: 0/5 分\n❌ tensor_bytes: <img src=x onerror=alert(1)>\n  提示 (hint): bits\n")

@@ -76,7 +76,8 @@ def _preconditions() -> str:
     proxy = ROOT / control.PROXY_IN_VENV
     if not proxy.exists():
         _unavailable(f"configurable-http-proxy is not installed at {proxy} (make hub-proxy: npm, Node from Debian)")
-    problem = accounts.interpreter_problem(ROOT / ".venv")
+    # the hub's course is a folder of its own, and students' kernels import lecture2 from this checkout
+    problem = accounts.interpreter_problem(ROOT / ".venv") or accounts.package_problem(ROOT / ".venv")
     if problem:
         _unavailable(problem)
     if not shutil.which("useradd"):
