@@ -5,7 +5,8 @@ Two processes grade a notebook, and each gets its own plan:
 - the student's process (the kernel, in its sandbox) runs the student's answer cells (the release's stub
   where an answer is missing), the student's own cells that only define things (imports, functions, classes,
   assignments, changes of their own objects: see `own_cell`), and those of the instructor's other code cells that define a name the answers
-  read, directly or through another such cell. (If an answer reads names dynamically, with `globals()`,
+  read from the notebook's namespace, directly or through another such cell (a function's parameters and locals
+  are its own: Python's scoping, from `symtable`, decides). (If an answer reads names dynamically, with `globals()`,
   `eval`, `exec`, `vars`, IPython magics or `import __main__`, every instructor cell runs.) The instructor's
   demos and measurements that nothing needs are left out; a student's cells that do more than define things
   (a print, a plot, a training loop) are not run, and their feedback says so. Cells run in the notebook's
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import symtable
 from dataclasses import dataclass
 
 from .course import Notebook, top_level_names
@@ -32,26 +34,39 @@ BUILTINS = set(dir(builtins))
 
 
 def reads(source: str) -> set[str] | None:
-    """Every name a cell reads anywhere (in functions too), builtins left out; None when its reads cannot be
-    known (it does not parse, or reads names dynamically)."""
+    """The names a cell may read from the notebook's namespace, builtins left out; None when its reads cannot be
+    known (it does not parse, or reads names dynamically). At the top level every name read counts; inside a
+    function, class or comprehension only those that resolve to the module (Python's own scoping, from
+    `symtable`): a parameter or local called `n` does not make the cell that defined a global `n` run."""
     text = as_python(source)
     if text is None:
         return None
     try:
         tree = ast.parse(text)
-        found = set()
+        names = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                found.add(node.id)
+                names.add(node.id)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 if any(m.split(".")[0] in ("__main__", "builtins") for m in modules):
                     return None
-    except (RecursionError, MemoryError):
-        return None
-    if found & DYNAMIC:
+        if names & DYNAMIC:
+            return None
+        found = _module_reads(symtable.symtable(text, "<cell>", "exec"))
+    except (RecursionError, MemoryError, SyntaxError, ValueError):
         return None
     return found - BUILTINS
+
+
+def _module_reads(table: symtable.SymbolTable) -> set[str]:
+    """The names read in `table` and the scopes inside it that Python looks up in the module's namespace."""
+    top = table.get_type() == "module"
+    found = {sym.get_name() for sym in table.get_symbols()
+             if sym.is_referenced() and (top or sym.is_global())}  # a free name is an enclosing function's
+    for child in table.get_children():
+        found |= _module_reads(child)
+    return found
 
 
 def created_names(sources: list[str]) -> set[str]:

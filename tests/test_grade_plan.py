@@ -25,6 +25,26 @@ def test_the_students_process_runs_the_answers_and_only_the_cells_they_need():
     assert [c["at"] for c in p.cells] == sorted(c["at"] for c in p.cells)
 
 
+def test_a_demo_runs_for_the_globals_an_answer_reads_not_for_its_parameters_and_locals():
+    """Notebook 10's 4-process demo defines `n` and `stage` as loop variables; answers with parameters of those
+    names do not need it (it ran for every student, 9 s a notebook). A function that reads a demo's global
+    (`GiB` here) still runs the cell that defines it, and so do a comprehension's, a class body's and a
+    default value's reads."""
+    assert plan.reads("def f(n, stage):\n    k = n * stage\n    return [k * i for i in range(n)]\n") == set()
+    assert plan.reads("def f(x):\n    return x / GiB\n") == {"GiB"}
+    assert plan.reads("def f(xs, d=D):\n    return {k: v for k, v in xs if k in KEEP}\n") == {"D", "KEEP"}
+    assert plan.reads("class C:\n    y = 1\n    def m(self):\n        return y\n") == {"y"}  # a class's y is not seen
+    assert plan.reads("def outer():\n    k = 1\n    def inner():\n        return k + w\n    return inner\n") == {"w"}
+    nb10 = course.load(SOLUTIONS / "10_sharding.ipynb", RELEASE / "10_sharding.ipynb")
+    p = plan.kernel_plan(nb10, Answers(sources=reference_answers("10_sharding.ipynb")))
+    ran = [c for c in nb10.cells if c.kind == "code" and c.index in {e["index"] for e in p.cells}]
+    assert [c.index for c in ran] == [nb10.cells[1].index] and "import" in ran[0].source, [c.source[:80] for c in ran]
+    answers = reference_answers("10_sharding.ipynb")
+    answers["ex10_min_gpus"] += "\ndef _uses_demo():\n    return BIG_VOCAB\n"
+    p = plan.kernel_plan(nb10, Answers(sources=answers))
+    assert any("BIG_VOCAB = " in c["source"] for c in p.cells if c["kind"] == "code")
+
+
 def test_dynamic_reads_run_every_instructor_cell():
     answers = reference_answers(NAME)
     answers["ex03_block_params"] = "def block_params(*a):\n    return globals()['x']\n"
