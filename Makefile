@@ -77,9 +77,10 @@ env: setup
 
 .PHONY: test test-fast release grade validate collect export handin bundle clean-grading
 
-# The whole suite: tests/ and, with --nbval, every notebook of solutions/ run and compared cell by cell.
+# The whole suite: tests/ and, with --nbval, every notebook of solutions/ run and compared cell by cell. The 15
+# longest steps are listed at the end (where the suite's time goes, for whoever shortens it next).
 test: setup
-	$(BIN)/python -m pytest --nbval $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --nbval --durations=15 $(PYTEST_ARGS)
 
 # The unit tests of tests/ without the `slow` ones (nbgrader round trips, notebook runs, the browser test).
 test-fast: setup

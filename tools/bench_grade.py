@@ -17,8 +17,8 @@ Every class run regrades (the results store is not used) and is timed from the f
 result received (the judging phase; the class's fixed costs, the gradebook registration and the workers'
 preflight, are printed apart). Printed: core-seconds per full submission, p50/p95 of each notebook's judge time,
 the speed-ups, Dask's own cost per task (round trip, the worker's code around the judge, bytes each way) against
-a notebook's time, the goals (Dask overhead < 2% of a notebook; 2 workers >= 1.85x one; 5,000 students under an
-hour on 128 cores) and a sizing table: students x notebooks against cores, predicted wall time and cost at
+a notebook's time, the goals (Dask overhead < 2% of a notebook; 2 workers >= 1.85x one; 5,000 students under 45
+minutes on 128 cores) and a sizing table: students x notebooks against cores, predicted wall time and cost at
 --price dollars per core-hour. Run it on a quiet machine; say which notebooks graded fully.
 """
 from __future__ import annotations
@@ -325,7 +325,7 @@ def report(figures: dict, args) -> None:
     students, cores = 5000, 128
     predicted = predict(students, cores, dask_core_seconds, all_times, d["workers_ready"])
     print(f"a {students:,}-student class on {cores} cores: {fmt_time(predicted)} predicted "
-          f"({'under' if predicted < 3600 else 'over'} an hour; goal: under an hour)")
+          f"({'under' if predicted < 45 * 60 else 'over'} 45 minutes; goal: under 45 minutes)")
     print(f"\nsizing ({len(stems)} notebooks a student, {dask_core_seconds:.0f} core-seconds a submission as on the "
           f"2-worker Dask cluster here; ${args.price:g} per core-hour, cores held for the whole run):")
     print("| students (notebooks) | " + " | ".join(f"{c} cores" for c in CORES_COLUMNS) + " |")
