@@ -49,6 +49,10 @@ endif
 
 setup: $(STAMP)
 
+# After the install, rfc3987-syntax goes: jsonschema (which jupyter-events asks for with its format-nongpl extra)
+# imports it when it is there, and it builds an Earley parser as it loads, 1.3 s in every process that imports
+# nbformat, nbgrader or Jupyter's server (the grader, each nbgrader command, each lab). Nothing here checks an IRI's
+# syntax; without it jsonschema leaves that one format unchecked.
 # The last step signs the release notebooks as trusted (in Jupyter's own signature store, in the user's Jupyter
 # data folder): the lab would otherwise log "Notebook ... is not trusted" the first time each one is opened.
 $(STAMP): pyproject.toml
@@ -60,6 +64,7 @@ ifeq ($(TORCH),cpu)
 	echo cpu > $(VENV)/.torch
 endif
 	$(BIN)/python -m pip install --quiet -e '.$(EXTRAS)'
+	$(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
 	$(BIN)/jupyter trust notebooks/*/*.ipynb >/dev/null 2>&1 || true
 	touch $(STAMP)
