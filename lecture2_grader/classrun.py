@@ -269,6 +269,7 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
         registering = Background(gradebook.register, course,
                                  {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in every.values()})
         if executor is None:
+            launch.context(grading.notebooks)  # what the fork server imports: these notebooks' needs (cheap, at once)
             Background(launch.warm, runtime)
         grading.registered = registering
         work = grading.prepare(names, pipeline.code_digest(runtime.package))

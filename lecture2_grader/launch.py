@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from .records import Judged
@@ -129,7 +130,11 @@ def die_with_parent() -> None:
 # ---- the judge's fork server: the imports paid once per grading run, a fresh process per notebook
 
 PRELOAD = ["lecture2_grader.preload"]  # what the fork server imports once (preload.py says what and why)
+# Imported by the fork server only for a run that grades one of these notebooks (stem -> modules): a run of other
+# notebooks never pays for them, and a judge of such a notebook in a run that did not preload them imports them itself.
+PRELOAD_FOR = {"06_memory": ["lecture2_grader.preload_bitsandbytes"]}
 _CONTEXT = None
+_CONTEXT_LOCK = threading.Lock()
 
 
 def forkserver_usable() -> bool:
@@ -138,21 +143,28 @@ def forkserver_usable() -> bool:
     return "forkserver" in multiprocessing.get_all_start_methods()
 
 
-def warm(runtime: Runtime) -> None:
-    """Start the fork server now (torch and the checks imported once), before the first notebook or anything timed."""
+def warm(runtime: Runtime, notebooks: Iterable[str] | None = None) -> None:
+    """Start the fork server now (torch and the checks imported once), before the first notebook or anything timed.
+    `notebooks`: the stems the run may grade (None: any), as for context()."""
     if runtime.forkserver and forkserver_usable():
-        child = context().Process(target=os.getpid)
+        child = context(notebooks).Process(target=os.getpid)
         child.start()
         child.join()
 
 
-def context():
+def context(notebooks: Iterable[str] | None = None):
+    """The fork server's multiprocessing context. The first call chooses what the server imports: PRELOAD, and
+    PRELOAD_FOR's modules of the notebooks among `notebooks` (None: any notebook, as a Dask worker's judges). Cheap:
+    the server starts with the first process forked from it, and one server serves this process to its end."""
     global _CONTEXT
-    if _CONTEXT is None:
-        import multiprocessing
+    with _CONTEXT_LOCK:
+        if _CONTEXT is None:
+            import multiprocessing
 
-        _CONTEXT = multiprocessing.get_context("forkserver")
-        _CONTEXT.set_forkserver_preload(PRELOAD)
+            wanted = set(PRELOAD_FOR) if notebooks is None else {n.removesuffix(".ipynb") for n in notebooks}
+            _CONTEXT = multiprocessing.get_context("forkserver")
+            _CONTEXT.set_forkserver_preload(PRELOAD + [m for stem in sorted(wanted & set(PRELOAD_FOR))
+                                                       for m in PRELOAD_FOR[stem]])
     return _CONTEXT
 
 
