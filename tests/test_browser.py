@@ -178,8 +178,8 @@ def test_the_students_lab_has_no_instructor_tools_and_opens_notebooks_clean(lab,
 
     base, token = lab
     name = "09_training_cost.ipynb"
-    page.goto(f"{base}/lab/tree/{ASSIGNMENT}/{name}?reset", timeout=120_000)
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=120_000)
+    _open(page, base, name)
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=120_000)
     page.wait_for_timeout(2000)  # the kernel's info has reached the notebook's metadata
     menus = [m.strip() for m in page.locator(".lm-MenuBar-itemLabel").all_inner_texts()]
     assert "Run" in menus and "Nbgrader" not in menus, menus
@@ -197,11 +197,36 @@ def test_the_students_lab_has_no_instructor_tools_and_opens_notebooks_clean(lab,
         assert dirty.count() == 0, "the notebook was marked modified as soon as it opened"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "student_lab.png"))
+    _stop_kernels(page, base, token)
+
+
+def _close_tabs(pg) -> None:
+    """File > Close All Tabs (the notebooks' kernels keep running: _stop_kernels ends them)."""
+    if pg.locator(".jp-NotebookPanel").count():
+        pg.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
+        pg.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Close All Tabs$")).click()
+        deadline = time.monotonic() + 30
+        while pg.locator(".jp-NotebookPanel").count() and time.monotonic() < deadline:
+            discard = pg.locator(".jp-Dialog button", has_text=re.compile(r"^(Discard|Don't Save)$"))
+            if discard.count():  # a notebook that ran asks whether to save it: not the release's business
+                discard.first.click()
+            pg.wait_for_timeout(200)
+        assert pg.locator(".jp-NotebookPanel").count() == 0, "the notebooks' tabs did not close"
 
 
 def _open(pg, base: str, name: str):
-    """Open release notebook `name` in the lab; its notebook element once every code cell is in the page."""
-    pg.goto(f"{base}/lab/tree/{ASSIGNMENT}/{name}?reset", timeout=120_000)
+    """Open release notebook `name` as a student does, by a double click in the file browser of the lab this page
+    holds (loaded once: a page load per notebook costs seconds of a core each), every tab before it closed; its
+    notebook element once every code cell is in the page."""
+    if pg.locator(".jp-LabShell").count() == 0:
+        pg.goto(f"{base}/lab/tree/{ASSIGNMENT}?reset", timeout=120_000)
+    _close_tabs(pg)
+    listing = pg.locator(".jp-FileBrowser .jp-DirListing-item")
+    item = listing.filter(has=pg.locator(".jp-DirListing-itemText", has_text=re.compile(rf"^{re.escape(name)}$")))
+    if item.count() == 0:  # the file browser is elsewhere: into the assignment's folder
+        folder = listing.filter(has=pg.locator(".jp-DirListing-itemText", has_text=re.compile(rf"^{ASSIGNMENT}$")))
+        folder.first.dblclick(timeout=60_000)
+    item.first.dblclick(timeout=60_000)
     notebook = pg.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
     notebook.locator(".jp-CodeCell").first.wait_for(timeout=120_000)
     n_code = sum(c.cell_type == "code" for c in nbformat.read(RELEASE / name, as_version=4).cells)
@@ -224,8 +249,11 @@ def _prose_renders(notebook, name: str) -> None:
         assert math.count() > 0
 
 
-def _stop_kernels(base: str, token: str) -> None:
-    for kernel in _api(base, token, "/api/kernels") or []:  # the next notebook gets the CPU to itself
+def _stop_kernels(pg, base: str, token: str) -> None:
+    """Every tab closed, then every kernel shut down: the next notebook gets the CPU to itself (a kernel that ends
+    under an open notebook would put a dialog in front of the next click)."""
+    _close_tabs(pg)
+    for kernel in _api(base, token, "/api/kernels") or []:
         _api(base, token, f"/api/kernels/{kernel['id']}", method="DELETE")
 
 
@@ -239,7 +267,7 @@ def test_every_notebook_opens_with_its_prose_and_math_rendered(lab, page, name):
     if name not in RUN_ALL:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"{Path(name).stem}.png"))
-    _stop_kernels(base, token)
+    _stop_kernels(page, base, token)
 
 
 @pytest.mark.parametrize("name", RUN_ALL)
@@ -252,7 +280,7 @@ def test_run_all_in_jupyterlab(lab, page, name):
     started = time.monotonic()
     notebook = _open(pg, base, name)
     # The kernel starts: the toolbar's indicator says idle.
-    pg.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=120_000)
+    pg.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=120_000)
 
     # Run > Run All Cells, as a student does; clicked again if the notebook had not taken it yet.
     for attempt in range(3):
@@ -278,7 +306,7 @@ def test_run_all_in_jupyterlab(lab, page, name):
         pg.wait_for_timeout(500)
     numbers = [int(m.group(1)) for m in counts]
     assert numbers[-1] == max(numbers) and len(set(numbers)) == len(numbers), numbers
-    pg.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=60_000)
+    pg.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=60_000)
 
     outputs = "\n".join(notebook.locator(".jp-OutputArea-output").all_inner_texts())
     errors = notebook.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
@@ -308,5 +336,5 @@ def test_run_all_in_jupyterlab(lab, page, name):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     pg.screenshot(path=str(SCREENSHOTS / f"{Path(name).stem}.png"))
 
-    _stop_kernels(base, token)
+    _stop_kernels(pg, base, token)
     print(f"{name}: {time.monotonic() - started:.1f} s")
