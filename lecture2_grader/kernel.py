@@ -200,10 +200,11 @@ def main(argv: list[str]) -> int:
 
     kernel = Kernel()
     import lecture2
-    try:  # every notebook of the course uses it: imported before the first request, while the judge may still be
-        import torch  # noqa: F401   waiting for its turn (a second of a notebook's fixed cost)
-    except ImportError:
-        pass
+    if "--no-torch" not in argv:
+        try:  # every notebook of the course uses it: imported before the first request, while the judge may still be
+            import torch  # noqa: F401   waiting for its turn (a second of a notebook's fixed cost)
+        except ImportError:
+            pass
 
     _send({"id": "hello", "ok": wire.encode({"lecture2": os.path.realpath(lecture2.__file__),
                                              "python": sys.version.split()[0]})})

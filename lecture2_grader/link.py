@@ -40,6 +40,7 @@ class KernelSpec:
     start_timeout: float = 120.0
     max_starts: int = 3  # starts of the student's process per test cell (see KernelLink.new_budget)
     max_total_starts: int = 12  # and per notebook
+    import_torch: bool = True  # imported before the hello, while the judge waits (the preflight's process needs none)
 
 
 @dataclass
@@ -139,6 +140,8 @@ class KernelLink:
         rep_read, rep_write = os.pipe()
         out_read, out_write = os.pipe()
         argv = [sys.executable, "-I", "-X", "utf8", str(KERNEL), "--reply-fd", str(rep_write)]
+        if not self.spec.import_torch:
+            argv.append("--no-torch")
         try:
             self._run = sandbox.start(argv, binds=[Path(b) for b in self.spec.binds], limits=self.spec.limits,
                                       sandboxed=self.spec.sandboxed, stdin=req_read, stdout=out_write,

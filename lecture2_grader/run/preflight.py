@@ -36,11 +36,19 @@ def font_cache(folder: Path) -> Path:
     return cache
 
 
+# The cell the preflight runs in a student's process. torch is found, not imported (two seconds of a core in every
+# grading run): a GPU is reached only through its device files (NVIDIA's, or ROCm's /dev/kfd), so where the sandbox
+# has none there is no GPU to count, and where it has some, torch is imported to count them.
 PREFLIGHT = '''
-import sys, lecture2, torch
+import glob, importlib.util, os, sys, lecture2
+def _gpus():
+    if not (glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/kfd")):
+        return 0
+    import torch
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 def _preflight():
-    return {"lecture2": lecture2.__file__, "python": sys.executable,
-            "cuda": torch.cuda.device_count() if torch.cuda.is_available() else 0}
+    return {"lecture2": lecture2.__file__, "python": sys.executable, "cuda": _gpus(),
+            "torch": bool(importlib.util.find_spec("torch"))}
 '''
 
 
@@ -111,7 +119,7 @@ def preflight(runtime: Runtime) -> list[str]:
     spec = runtime.kernel_spec()
     link = KernelLink(KernelSpec(binds=spec["binds"], limits=runtime.limits, sandboxed=runtime.sandboxed,
                                  mpl_cache=spec["mpl_cache"], cell_timeout=PREFLIGHT_SECONDS,
-                                 start_timeout=PREFLIGHT_SECONDS, max_starts=1))
+                                 start_timeout=PREFLIGHT_SECONDS, max_starts=1, import_torch=False))
     link.deadline = time.monotonic() + PREFLIGHT_SECONDS
     try:
         statuses = link.run_cells([{"index": 0, "at": 0.0, "kind": "code", "grade_id": None, "source": PREFLIGHT}],
@@ -129,6 +137,9 @@ def preflight(runtime: Runtime) -> list[str]:
                          + "\n".join(f"    {line}" for line in tail)
                          + "\n  The grader runs each notebook with this environment's Python "
                            f"({sys.executable}); check that `make setup` finished in this folder.")
+    if not found.get("torch", True):
+        raise SystemExit(f"error: the student's process finds no torch {where} ({sys.executable}): run `make setup` "
+                         "in this folder")
     theirs = Path(str(found.get("lecture2"))).resolve().parent
     if theirs != runtime.package:
         raise SystemExit(
