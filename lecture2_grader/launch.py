@@ -143,11 +143,10 @@ def forkserver_usable() -> bool:
     return "forkserver" in multiprocessing.get_all_start_methods()
 
 
-def warm(runtime: Runtime, notebooks: Iterable[str] | None = None) -> None:
-    """Start the fork server now (torch and the checks imported once), before the first notebook or anything timed.
-    `notebooks`: the stems the run may grade (None: any), as for context()."""
+def warm(runtime: Runtime) -> None:
+    """Start the fork server now (torch and the checks imported once), before the first notebook or anything timed."""
     if runtime.forkserver and forkserver_usable():
-        child = context(notebooks).Process(target=os.getpid)
+        child = context().Process(target=os.getpid)
         child.start()
         child.join()
 
