@@ -84,8 +84,9 @@ env: setup
 
 # The whole suite: tests/ and, with --nbval, every notebook of solutions/ run and compared cell by cell. The 15
 # longest steps are listed at the end (where the suite's time goes, for whoever shortens it next).
+# Two pytest processes side by side (tests/lanes.py): the tests that mostly wait run beside the rest.
 test: setup
-	$(BIN)/python -m pytest --nbval --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python tests/lanes.py --nbval --durations=15 $(PYTEST_ARGS)
 
 # The unit tests of tests/ without the `slow` ones (nbgrader round trips, notebook runs, the browser test).
 test-fast: setup

@@ -64,10 +64,11 @@ def test_torch_cpu_takes_the_pinned_release_from_pytorchs_cpu_index():
 
 def test_test_fast_runs_no_notebook_and_test_runs_them_all():
     """`make test` (CI) adds --nbval, so nbval runs every notebook of solutions/ (testpaths); pytest's default
-    options do not, so `make test-fast` (and a bare pytest) runs the unit tests only."""
+    options do not, so `make test-fast` (and a bare pytest) runs the unit tests only. `make test` runs pytest in
+    two lanes side by side (tests/lanes.py), each with the same arguments."""
     options = _project()["tool"]["pytest"]["ini_options"]
     assert "--nbval" not in options["addopts"].split() and "solutions" in options["testpaths"]
-    assert "pytest --nbval" in _make_n("test")
+    assert "tests/lanes.py --nbval" in _make_n("test")
     fast = _make_n("test-fast")
     assert "pytest -m \"not slow\"" in fast or "pytest -m not slow" in fast
     assert "--nbval" not in fast
