@@ -5,7 +5,8 @@
 Most of the suite keeps both cores busy (notebooks run, classes graded). The tests of SIDE mostly wait: a hub, a
 lab or a Dask cluster coming up, a Slurm job queueing, a sandbox's time and memory limits, a process group's
 deadline. They run in a second pytest process (the side lane) beside the rest (the main lane), so that their
-waiting costs no wall time, and so do nbval's notebooks (one kernel, about one core); each lane runs its own tests in the usual order, with the same arguments. The main
+waiting costs no wall time, and so do nbval's notebooks (one kernel, about one core: they even out the lanes'
+lengths, measured on a fresh clone); each lane runs its own tests in the usual order, with the same arguments. The main
 lane's output streams as usual; the side lane's is printed when it ends. The exit status is the worse of the two.
 
 A few tests measure time and assert what their measurements show (notebook 08 times matmuls): `quiet()` gives
@@ -48,7 +49,6 @@ SIDE = (
     "test_cluster_slurm.py",  # 14 s: a one-node Slurm and its jobs
     "test_hub.py",  # 11 s, 1.0: hubs that refuse to start
     "test_grade_exchange.py",  # 11 s, 1.0: nbgrader's exchange commands
-    "test_browser.py",  # 44 s, 1.4: a lab and a browser (moved here to even out the lanes' lengths)
 )
 # Notebooks whose cells assert what their own timings show: every test that names one (nbval's cells of it, a
 # test parametrized by it) runs in quiet().
