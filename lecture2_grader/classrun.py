@@ -28,7 +28,6 @@ from pathlib import Path
 from . import ASSIGNMENT, artifacts, classreport, gradebook, pipeline, store
 from .course import Notebook, load_course
 from .records import ClassRun, Judged, StudentRun
-from . import launch
 from .run import Executor
 from .run.local import LocalExecutor
 from .run.preflight import font_cache, package_dir
@@ -268,9 +267,8 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
         # fork server importing torch, while the notebooks are read and the sandbox proves itself.
         registering = Background(gradebook.register, course,
                                  {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in every.values()})
-        if executor is None:
-            launch.context(grading.notebooks)  # what the fork server imports: these notebooks' needs (cheap, at once)
-            Background(launch.warm, runtime)
+        executor = executor or LocalExecutor(runtime, jobs)
+        executor.warm(list(grading.notebooks))  # this machine: the judges' fork server starts importing torch
         grading.registered = registering
         work = grading.prepare(names, pipeline.code_digest(runtime.package))
         fonts.result()
@@ -286,7 +284,6 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
             else:
                 to_run.append(item)
         if to_run and not (stop is not None and stop.is_set()):
-            executor = executor or LocalExecutor(runtime, jobs)
             checking = Background(executor.preflight)  # its sandbox starts beside the first notebooks' judges
             stopped = grading.run(to_run, executor, stop, checking)
             notes = notes + (checking.result() or [])
@@ -299,7 +296,7 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
                          "were used (--regrade runs them again)")
         registering.result()
     finally:
-        if own_executor and executor is not None:
+        if own_executor:
             executor.close()
         shutil.rmtree(scratch, ignore_errors=True)
     gradebook.write_csv(course)

@@ -564,7 +564,10 @@ class _Recorded:
     """An executor whose judge returned nothing (its cause: the notebook's time limit), or that must not be asked."""
 
     def __init__(self, outcome: dict | None):
-        self.outcome, self.asked = outcome, 0
+        self.outcome, self.asked, self.warmed = outcome, 0, []
+
+    def warm(self, notebooks):
+        self.warmed.append(notebooks)
 
     def preflight(self):
         return []
@@ -596,6 +599,7 @@ def test_a_failed_notebook_is_stored_with_its_cause_and_not_run_again(graded):
     first = _Recorded(stalled)
     students = classrun.grade_class(course, grading_runtime(), ["correct"], regrade=True, executor=first).students
     assert first.asked == 1 and students[0].total == 0 and "time limit" in " ".join(students[0].problems)
+    assert first.warmed == [[NB1]], "an executor given to the run (as the CLI gives one) is warmed for its notebooks"
     again = _Recorded(None)
     run = classrun.grade_class(course, grading_runtime(), ["correct"], executor=again)
     students, notes = run.students, run.notes

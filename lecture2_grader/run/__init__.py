@@ -11,6 +11,8 @@ score is the same whichever executor computed it.
 
 The interface (`Executor`), as classrun.grade_class uses it:
 
+    warm(notebooks)          at the start of a run, returning at once: get ready to judge these notebooks (this
+                             machine: the judges' fork server starts, importing what they need once)
     preflight() -> notes     before the first notebook: the sandbox works where judges run (SystemExit if not)
     submit(judge_job, label) -> Future of the results dict (label: "student/notebook", for the executor's logs)
     timing(future) -> {"seconds": how long the judge ran, ...} or None
@@ -26,6 +28,8 @@ from typing import Protocol
 
 class Executor(Protocol):
     def describe(self) -> str: ...
+
+    def warm(self, notebooks: list[str]) -> None: ...
 
     def preflight(self) -> list[str]: ...
 

@@ -357,6 +357,9 @@ class DaskExecutor:
         name = self._names.get(worker)
         return f"Dask worker {name + ' at ' if name and name != worker else ''}{worker} takes no notebooks: {self.refused[worker]}"
 
+    def warm(self, notebooks: list[str]) -> None:
+        """Nothing to do here: each worker warms its own fork server when it joins (WorkerSetup), for any notebook."""
+
     def preflight(self) -> list[str]:
         """Send this run's check to every worker and wait until one passed (all of them, if they are there
         already). Returns notes for the report; SystemExit when no worker can grade."""

@@ -30,6 +30,12 @@ class LocalExecutor:
     def describe(self) -> str:
         return f"{self.jobs} job{'s' if self.jobs != 1 else ''} on this machine"
 
+    def warm(self, notebooks: list[str]) -> None:
+        """Choose what the judges' fork server imports (torch, the checks and what `notebooks` need: the first
+        launch.context call of the process chooses), and start it in a thread, beside the run's other fixed costs."""
+        launch.context(notebooks)
+        threading.Thread(target=launch.warm, args=(self.runtime,), name="warm", daemon=True).start()
+
     def preflight(self) -> list[str]:
         """preflight.preflight once for this executor's runtime (a --watch session checks once)."""
         if self._notes is None:
