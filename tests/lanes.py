@@ -9,9 +9,12 @@ waiting costs no wall time, and so do nbval's notebooks (one kernel, about one c
 lengths, measured on a fresh clone); each lane runs its own tests in the usual order, with the same arguments. The main
 lane's output streams as usual; the side lane's is printed when it ends. The exit status is the worse of the two.
 
-A few tests measure time and assert what their measurements show (notebook 08 times matmuls): `quiet()` gives
-them the machine to themselves. The side lane starts no test while one is inside it, and the main lane waits
-for the side lane's running test to end before it goes in (a turnstile of two file locks).
+A few tests measure time and assert what their measurements show (notebook 08 times matmuls): they are quiet
+(`is_quiet`), and need the machine to themselves. The main lane runs them first, as one block, and the side lane
+starts its first test only when that block has ended: the runner takes a file lock (the gate) before either lane
+starts and hands it to the main lane, which lets go of it at its first test that is not quiet (at once when it has
+none). A quiet block in the middle of the lanes would have to wait for the side lane's running test (a hub, a
+Dask class: up to 100 s) with a core idle; at the start nothing is running yet.
 
 Both lanes run with OMP_WAIT_POLICY=PASSIVE: an OpenMP thread that waits for its team sleeps instead of spinning.
 With the two cores shared by two lanes, a spinning thread takes the core its own team's late thread needs:
@@ -19,7 +22,7 @@ judging notebook 07's reference and mistakes took 48 s (49 s of CPU) beside one 
 of CPU) with PASSIVE and 16 s alone (20 s of CPU). The grader's sandboxed processes get an environment of their
 own (lecture2_grader.sandbox.environment), without it.
 
-Plain `pytest` (no LECTURE2_TEST_LANE) runs everything in one process, and `quiet()` is then a no-op.
+Plain `pytest` (no LECTURE2_TEST_LANE) runs everything in one process, in the usual order.
 """
 from __future__ import annotations
 
@@ -35,104 +38,105 @@ from pathlib import Path
 import pytest
 
 LANE = os.environ.get("LECTURE2_TEST_LANE")  # "main", "side" or None (one process runs everything)
-LOCKS = os.environ.get("LECTURE2_TEST_LOCKS")  # the folder of the two lock files, made by the runner
+LOCKS = os.environ.get("LECTURE2_TEST_LOCKS")  # the folder of the gate file, made by the runner
 
-# Test files that mostly wait (their tests keep less than one core busy on average, measured with /proc/stat):
-# seconds of wall time and of busy cores on a 2-core machine, December 2026.
+# Test files that mostly wait: seconds of wall time beside the main lane, and the cores they kept busy on average
+# (their lane's CPU time from a cpuacct cgroup), on a 2-core machine, December 2026.
 SIDE = (
-    "test_cluster.py",  # 100 s, 1.1 cores: Dask workers start, a student sleeps, a worker is killed
-    "test_hub_browser.py",  # 77 s, 1.4: a hub, two students' servers, a browser
-    "test_grade_link.py",  # 37 s, 0.8: answers that time out, die or ignore their alarm
-    "test_distributed.py",  # 36 s, 1.0: process groups that hang, fail or outlive their notebook
-    "test_browser_formgrader.py",  # 26 s, 1.1: a Jupyter server and a browser
-    "test_grade_sandbox.py",  # 16 s, 0.6: memory and time limits reached
-    "test_cluster_slurm.py",  # 14 s: a one-node Slurm and its jobs
-    "test_hub.py",  # 11 s, 1.0: hubs that refuse to start
-    "test_grade_exchange.py",  # 11 s, 1.0: nbgrader's exchange commands
+    "test_cluster.py",  # 151 s, 0.8 cores: Dask workers start, a student sleeps, a worker is killed
+    "test_hub_browser.py",  # 106 s, 1.0: a hub, two students' servers, a browser
+    "test_distributed.py",  # 77 s, 0.6: process groups that hang, fail or outlive their notebook
+    "test_grade_link.py",  # 47 s, 0.6: answers that time out, die or ignore their alarm
+    "test_browser_formgrader.py",  # 39 s, 0.8: a Jupyter server and a browser
+    "test_cluster_slurm.py",  # 38 s, 0.9: a one-node Slurm and its jobs
+    "test_grade_sandbox.py",  # 20 s, 0.4: memory and time limits reached
+    "test_grade_exchange.py",  # 14 s, 0.5: nbgrader's exchange commands
+    "test_hub.py",  # 14 s, 0.9: hubs that refuse to start
 )
-# Notebooks whose cells assert what their own timings show: every test that names one (nbval's cells of it, a
-# test parametrized by it) runs in quiet().
-QUIET_NOTEBOOKS = ("08_mfu_timing",)
+# nbval's notebooks that run in the main lane all the same (seconds on 2 cores beside the other lane, December 2026):
+# the lanes end within a few seconds of each other.
+MAIN_NOTEBOOKS = (
+    "10_sharding.ipynb",  # 20 s: two-rank process groups
+    "07_checkpointing.ipynb",  # 9 s
+    "06_memory.ipynb",  # 8 s
+)
+# Notebooks whose cells assert what their own timings show. Quiet: nbval's cells of them, and the tests that run
+# them, parametrized with quiet_param (the reference and mistakes judged, Run All of the release).
+QUIET_NOTEBOOKS = ("08_mfu_timing.ipynb",)
 
 
 def in_side_lane(path: Path) -> bool:
-    """SIDE's files, and nbval's notebooks of solutions/ but the quiet ones (a kernel keeps about one core busy)."""
-    return path.name in SIDE or (path.suffix == ".ipynb" and not any(name in path.name for name in QUIET_NOTEBOOKS))
+    """SIDE's files, and nbval's notebooks of solutions/ but the quiet ones and MAIN_NOTEBOOKS (a kernel keeps
+    about one core busy)."""
+    return path.name in SIDE or (path.suffix == ".ipynb" and path.name not in QUIET_NOTEBOOKS + MAIN_NOTEBOOKS)
 
 
-def _quiet_item(item) -> bool:
-    return any(name in item.nodeid for name in QUIET_NOTEBOOKS)
+def quiet_param(name: str):
+    """A notebook's name as a parameter of a test that runs it: marked quiet when its cells time themselves."""
+    return pytest.param(name, marks=pytest.mark.quiet) if name in QUIET_NOTEBOOKS else name
 
 
-# ---- the turnstile
+def is_quiet(item) -> bool:
+    return item.get_closest_marker("quiet") is not None or (item.path.suffix == ".ipynb"
+                                                              and item.path.name in QUIET_NOTEBOOKS)
 
 
-def _lock(name: str, mode: int):
+# ---- two file locks the runner takes and hands over: each lane holds one that the other waits for once
+# "gate": held by the main lane until its quiet tests have ended; the side lane waits for it before its first test.
+# "collecting": held by the side lane until it has collected (importing the suite keeps a core busy for seconds);
+# the main lane waits for it before its first test, which is quiet.
+
+HELD_FD = "LECTURE2_TEST_HELD_FD"  # this lane's inherited descriptor of the lock file it holds
+WAITS_FOR = {"main": "collecting", "side": "gate"}
+_held: list[int] = [int(os.environ[HELD_FD])] if LANE in WAITS_FOR and os.environ.get(HELD_FD) else []
+
+
+def _let_go() -> None:
+    """Release the lock this lane holds (once; closing the descriptor would do it too, as when the lane ends)."""
+    while _held:
+        fd = _held.pop()
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _wait_for(name: str) -> None:
     fd = os.open(os.path.join(LOCKS, name), os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, mode)
-    return fd
-
-
-def _unlock(fd: int) -> None:
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    os.close(fd)
-
-
-@contextlib.contextmanager
-def quiet():
-    """The machine to this block: the side lane's running test ends first, and none starts until the block ends."""
-    if LANE != "main" or not LOCKS:
-        yield
-        return
-    gate = _lock("gate", fcntl.LOCK_EX)  # no side test starts from here on
-    busy = _lock("busy", fcntl.LOCK_EX)  # the one running has ended
     try:
-        yield
+        fcntl.flock(fd, fcntl.LOCK_SH)  # returns when the other lane has let go of it (or ended)
     finally:
-        _unlock(busy)
-        _unlock(gate)
-
-
-@contextlib.contextmanager
-def _side_test():
-    gate = _lock("gate", fcntl.LOCK_SH)  # waits while the main lane is in quiet()
-    busy = _lock("busy", fcntl.LOCK_SH)
-    _unlock(gate)
-    try:
-        yield
-    finally:
-        _unlock(busy)
+        os.close(fd)
 
 
 # ---- the plugin (loaded by the runner with -p lanes)
 
 
 def pytest_collection_modifyitems(config, items):
-    if LANE not in ("main", "side"):
+    if LANE not in WAITS_FOR:
         return
     keep, drop = [], []
     for item in items:
         (keep if in_side_lane(item.path) == (LANE == "side") else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
-        items[:] = keep
-
-
-_QUIET: list = []  # the quiet() the main lane holds across a quiet notebook's cells
+    if LANE == "main":  # the quiet tests first, in their order, then the rest in theirs
+        keep = [i for i in keep if is_quiet(i)] + [i for i in keep if not is_quiet(i)]
+    items[:] = keep
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    if LANE == "side" and LOCKS:
-        with _side_test():
-            yield
-        return
-    if LANE == "main" and LOCKS and _quiet_item(item) and not _QUIET:
-        _QUIET.append(quiet())
-        _QUIET[0].__enter__()
+def pytest_runtestloop(session):
+    if LANE in WAITS_FOR and LOCKS:
+        if LANE == "side" or not (session.items and is_quiet(session.items[0])):
+            _let_go()  # the side lane has collected; the main lane has no quiet test
+        _wait_for(WAITS_FOR[LANE])
     yield
-    if _QUIET and (nextitem is None or not _quiet_item(nextitem)):
-        _QUIET.pop().__exit__(None, None, None)
+    _let_go()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    if LANE == "main" and _held and not is_quiet(item):
+        _let_go()  # the quiet tests have ended
 
 
 # ---- the runner
@@ -142,14 +146,24 @@ def main(args: list[str]) -> int:
     here = Path(__file__).resolve().parent
     with tempfile.TemporaryDirectory(prefix="lecture2-lanes-") as locks, \
             tempfile.TemporaryFile("w+b") as side_out:
-        def lane(name: str, **kw) -> subprocess.Popen:
+        def lane(name: str, extra: dict | None = None, **kw) -> subprocess.Popen:
             env = dict(os.environ, LECTURE2_TEST_LANE=name, LECTURE2_TEST_LOCKS=locks, OMP_WAIT_POLICY="PASSIVE",
-                       PYTHONPATH=os.pathsep.join([str(here), *filter(None, [os.environ.get("PYTHONPATH")])]))
+                       PYTHONPATH=os.pathsep.join([str(here), *filter(None, [os.environ.get("PYTHONPATH")])]),
+                       **(extra or {}))
             return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "lanes", *args], env=env,
                                     start_new_session=True, **kw)
 
-        side = lane("side", stdout=side_out, stderr=subprocess.STDOUT)
-        main_lane = lane("main")
+        held = {}
+        for name in WAITS_FOR.values():  # both taken before either lane starts
+            held[name] = os.open(os.path.join(locks, name), os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(held[name], fcntl.LOCK_EX)
+        try:
+            main_lane = lane("main", pass_fds=(held["gate"],), extra={HELD_FD: str(held["gate"])})
+            side = lane("side", pass_fds=(held["collecting"],), extra={HELD_FD: str(held["collecting"])},
+                        stdout=side_out, stderr=subprocess.STDOUT)
+        finally:
+            for fd in held.values():  # the lanes hold them now (the same open files)
+                os.close(fd)
         try:
             codes = {"main": main_lane.wait(), "side": side.wait()}
         except KeyboardInterrupt:

@@ -7,7 +7,7 @@ import pytest
 from conftest import RELEASE, SOLUTIONS, notebook_names
 from judging import Judging, failures_text, reference_answers
 from kernel import NotebookKernel
-from lanes import quiet
+from lanes import QUIET_NOTEBOOKS, quiet_param
 from lecture2 import checks
 from planted import Planted, all_planted
 
@@ -50,7 +50,7 @@ def planted_problems(p: Planted, result, where: str) -> list[str]:
     return [f"{label}: its {where} does not name it {how}:\n  " + failures_text(result).replace("\n", "\n  ")]
 
 
-@pytest.mark.parametrize("name", notebook_names())
+@pytest.mark.parametrize("name", [quiet_param(n) for n in notebook_names()])
 def test_reference_passes_stub_fails_mistakes_draw_hints(name):
     """On the grader's own path (the judge running the test cells, the answers in a student's process), does
     each check give the reference full points, the release stub none ("not implemented"), and each planted
@@ -95,11 +95,9 @@ def test_reference_passes_stub_fails_mistakes_draw_hints(name):
     assert not failures, "\n".join(failures)
 
 
-# Notebooks run in the lab with the CPU to themselves: their cells assert what their timings show (08 times matmuls).
-# The others run two at a time: a notebook's kernel keeps about one core busy, and CI has two (95 s -> 56 s here).
-ALONE = ("08_mfu_timing.ipynb",)
-
-
+# Release notebooks run in the lab two at a time (a notebook's kernel keeps about one core busy, and CI has two: 95 s
+# -> 56 s here), but the quiet ones: their cells assert what their timings show (08 times matmuls), and each runs in
+# its own test, with the CPU to itself under `make test` (tests/lanes.py).
 def _run_all_in_the_lab(name: str) -> tuple[str | None, int]:
     """Run All of release notebook `name` in a Jupyter kernel: (the first cell that stopped it, with its error, or
     None; how many cells printed the "not implemented yet" notice)."""
@@ -129,26 +127,24 @@ def _guarded(name: str):
 
 @pytest.fixture(scope="module")
 def release_runs(request) -> dict:
-    """Run All of every release notebook this session tests, each in a kernel of its own that a thread of this
-    process drives: ALONE's first, one by one, then the rest two at a time, the later (longer) notebooks first.
+    """Run All of every release notebook this session tests but the quiet ones, each in a kernel of its own that a
+    thread of this process drives, two at a time, the later (longer) notebooks first.
     {name: what _run_all_in_the_lab returned, or the error it raised}."""
     from concurrent.futures import ThreadPoolExecutor
 
-    wanted = [item.callspec.params["name"] for item in request.session.items
-              if getattr(item, "originalname", "") == "test_release_runs_to_the_end_in_the_lab"]
-    with quiet():  # and with the other lane's tests paused (tests/lanes.py)
-        runs = {name: _guarded(name) for name in wanted if name in ALONE}
-    rest = sorted((n for n in wanted if n not in ALONE), reverse=True)
+    wanted = sorted((item.callspec.params["name"] for item in request.session.items
+                     if getattr(item, "originalname", "") == "test_release_runs_to_the_end_in_the_lab"
+                     and item.callspec.params["name"] not in QUIET_NOTEBOOKS), reverse=True)
     with ThreadPoolExecutor(2) as pool:
-        runs.update(zip(rest, pool.map(_guarded, rest)))
-    return runs
+        return dict(zip(wanted, pool.map(_guarded, wanted)))
 
 
-@pytest.mark.parametrize("name", notebook_names())
-def test_release_runs_to_the_end_in_the_lab(name, release_runs):
+@pytest.mark.parametrize("name", [quiet_param(n) for n in notebook_names()])
+def test_release_runs_to_the_end_in_the_lab(name, request):
     """In the lab (not grading), does `Run All` on the unfilled release reach the last cell without an error?"""
-    if isinstance(release_runs[name], Exception):
-        raise release_runs[name]
-    error, notices = release_runs[name]
+    run = _guarded(name) if name in QUIET_NOTEBOOKS else request.getfixturevalue("release_runs")[name]
+    if isinstance(run, Exception):
+        raise run
+    error, notices = run
     assert error is None, f"{name}: a cell stops Run All: {error}"
     assert notices == len(graded_pairs(SOLUTIONS / name)), "each unfilled exercise's check prints a notice"

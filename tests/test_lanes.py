@@ -1,10 +1,10 @@
 """`make test`'s two lanes (tests/lanes.py): every side-lane file exists, the lanes split the suite between them, and
-the turnstile keeps the side lane's tests out of a quiet block."""
+the quiet tests run first in the main lane with no side test beside them."""
 from __future__ import annotations
 
-import fcntl
-import threading
-import time
+import subprocess
+import sys
+import textwrap
 
 import lanes
 from conftest import ROOT
@@ -16,41 +16,40 @@ def test_every_side_lane_file_is_a_test_file_here():
     assert not missing, f"tests/lanes.py SIDE names files that do not exist: {missing}"
 
 
-def test_quiet_is_a_no_op_without_lanes(monkeypatch):
-    monkeypatch.setattr(lanes, "LANE", None)
-    with lanes.quiet():
-        pass
-
-
-def test_a_side_test_waits_for_a_quiet_block_and_a_quiet_block_for_the_running_side_test(tmp_path, monkeypatch):
-    monkeypatch.setattr(lanes, "LOCKS", str(tmp_path))
-    monkeypatch.setattr(lanes, "LANE", "main")
-    events: list[str] = []
-
-    def side_test(name: str, seconds: float):
-        with lanes._side_test():
-            events.append(f"{name} starts")
-            time.sleep(seconds)
-            events.append(f"{name} ends")
-
-    first = threading.Thread(target=side_test, args=("side 1", 0.4))
-    first.start()
-    time.sleep(0.1)
-    later = threading.Thread(target=lambda: (time.sleep(0.1), side_test("side 2", 0)))
-    later.start()
-    with lanes.quiet():  # waits for side 1; side 2 asks while this is waiting or inside
-        events.append("quiet starts")
-        time.sleep(0.3)
-        events.append("quiet ends")
-    first.join()
-    later.join()
-    assert events == ["side 1 starts", "side 1 ends", "quiet starts", "quiet ends", "side 2 starts", "side 2 ends"]
-    for name in ("gate", "busy"):  # nothing is left holding a lock
-        with open(tmp_path / name) as f:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-
 def test_notebooks_that_time_themselves_stay_in_the_main_lane():
     assert lanes.in_side_lane(ROOT / "solutions" / "lec02" / "01_tensors_dtypes.ipynb")
     assert not lanes.in_side_lane(ROOT / "solutions" / "lec02" / "08_mfu_timing.ipynb")
     assert not lanes.in_side_lane(ROOT / "tests" / "test_exercises.py")
+
+
+def test_the_quiet_tests_run_first_and_alone(tmp_path):
+    """Two lanes on a small suite: a side-lane file that is slow to import, and a main-lane file whose quiet test
+    comes last. Does the quiet test run first, once the side lane has collected, and the side lane's test only
+    after it has ended?"""
+    log = tmp_path / "log.txt"
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    quiet: measures time\n")
+    common = f"import os, time, pytest\ndef log(s):\n    with open({str(log)!r}, 'a') as f:\n        f.write(s + '\\n')\n"
+    (tmp_path / "test_main.py").write_text(common + textwrap.dedent("""
+        def test_first_in_the_file():
+            log("main")
+
+        @pytest.mark.quiet
+        def test_timed():
+            log("quiet starts")
+            time.sleep(1)
+            log("quiet ends")
+        """))
+    (tmp_path / lanes.SIDE[0]).write_text(common + textwrap.dedent("""
+        time.sleep(1)  # each lane imports every file when it collects
+        log("collected by the " + os.environ["LECTURE2_TEST_LANE"] + " lane")
+
+        def test_side():
+            log("side")
+        """))
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "lanes.py"), "-q", "-p", "no:cacheprovider"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = log.read_text().splitlines()
+    assert events.index("collected by the side lane") < events.index("quiet starts"), events
+    after = events[events.index("quiet starts"):]
+    assert after[:2] == ["quiet starts", "quiet ends"] and sorted(after[2:]) == ["main", "side"], events
