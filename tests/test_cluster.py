@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -218,12 +219,13 @@ def dask(tmp_path_factory, elsewhere):
 
 @pytest.fixture(scope="module")
 def on_dask(dask, tmp_path_factory):
-    """The class graded on this machine, then on the cluster, where the worker judging `slow` is killed (SIGKILL)
-    in the middle of its notebook."""
+    """The class graded on this machine and, at the same time, on the cluster, where the worker judging `slow` is
+    killed (SIGKILL) in the middle of its notebook."""
     root = tmp_path_factory.mktemp("classes")
     here = new_course(root / "here", cases())
     there = new_course(root / "there", cases())
-    here_students = classrun.grade_class(here, grading_runtime(cell_timeout=30), jobs=2).students
+    here_pool = ThreadPoolExecutor(1)
+    here_run = here_pool.submit(classrun.grade_class, here, grading_runtime(cell_timeout=30), jobs=2)
     rt = grading_runtime(cell_timeout=30)
     executor = cluster.DaskExecutor(rt, dask.address, first_worker_timeout=300)
     killed = {}
@@ -252,6 +254,8 @@ def on_dask(dask, tmp_path_factory):
     finally:
         executor.close()
     killer.join(5)
+    here_students = here_run.result().students
+    here_pool.shutdown()
     dask.worker("good-3")  # the cluster as it was, for the tests after this one
     return {"here": here, "there": there, "here_students": here_students, "there_students": there_students,
             "notes": notes, "completed": executor.completed, "killed": killed}

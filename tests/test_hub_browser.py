@@ -123,9 +123,9 @@ def _refresh(panel):
         panel.locator(f"#{part}_assignments_list_loading").wait_for(state="hidden", timeout=60_000)
 
 
-def _fill_and_validate(pg, name: str, source: str, validate: bool = True) -> str:
-    """Open notebook 01 of the fetched lec02, type `source` into the exercise's cell, save, press Validate;
-    the dialog's text."""
+def _fill(pg, name: str, source: str, validate: bool = True) -> None:
+    """Open notebook 01 of the fetched lec02, type `source` into the exercise's cell, save; press Validate (the
+    course's visible checks) unless `validate` is False."""
     user = pg.url.split("/user/", 1)[1].split("/", 1)[0]
     pg.goto(pg.url.split("/user/")[0] + f"/user/{user}/lab/tree/{ASSIGNMENT}/{NAME}", timeout=60_000)
     cell = pg.locator(".jp-Notebook .jp-CodeCell", has=pg.locator(".cm-content", has_text="def tensor_bytes("))
@@ -140,9 +140,12 @@ def _fill_and_validate(pg, name: str, source: str, validate: bool = True) -> str
     pg.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current.jp-mod-dirty").wait_for(state="detached",
                                                                                               timeout=30_000)
     _shot(pg, f"{name}_2_filled" if validate else f"{name}_5_edited_after_due")
-    if not validate:
-        return ""
-    pg.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar jp-button", has_text="Validate").click()
+    if validate:
+        pg.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar jp-button", has_text="Validate").click()
+
+
+def _validation(pg, name: str) -> str:
+    """The text of the Validate dialog, once it has come; the dialog closed."""
     dialog = pg.locator(".jp-Dialog")
     dialog.wait_for(timeout=180_000)
     dialog.locator(".jp-Dialog-header", has_text="Validation").wait_for(timeout=180_000)
@@ -162,18 +165,25 @@ def _submit(panel, name: str, count: int) -> None:
     _shot(panel.page, f"{name}_4_submitted" if count == 1 else f"{name}_6_submitted_late")
 
 
-def _student_hands_in(pg, name: str, source: str, log: Path):
-    _wait_for_lab(pg, name, log)
-    short = name.split("-")[0]
-    with _timed(f"{short}: fetch -> submit"):
-        panel = _assignments(pg)
-        panel.locator("#released_assignments_list .list_item button", has_text="Fetch").click()
-        panel.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT).wait_for(timeout=60_000)
-        _shot(pg, f"{short}_1_fetched")
-        report = _fill_and_validate(pg, short, source)
-        panel = _assignments(pg)
-        _submit(panel, short, 1)
-    return report
+def _students_hand_in(students: list[tuple], log: Path) -> list[str]:
+    """Each of `students` (page, user name, answer) fetches lec02, fills the exercise and presses Validate, one after
+    the other; their servers validate side by side; each reads the report and submits. The reports, in order."""
+    for pg, name, _ in students:
+        _wait_for_lab(pg, name, log)
+    with _timed("ana and ben: fetch -> submit"):
+        for pg, name, source in students:
+            short = name.split("-")[0]
+            panel = _assignments(pg)
+            panel.locator("#released_assignments_list .list_item button", has_text="Fetch").click()
+            panel.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT).wait_for(timeout=60_000)
+            _shot(pg, f"{short}_1_fetched")
+            _fill(pg, short, source)
+        reports = []
+        for pg, name, _ in students:
+            short = name.split("-")[0]
+            reports.append(_validation(pg, short))
+            _submit(_assignments(pg), short, 1)
+    return reports
 
 
 def _fetch_feedback(pg, short: str) -> str:
@@ -254,8 +264,7 @@ def test_a_class_on_the_hub_end_to_end(tmp_path):
                 # everyone logs in at once: the hub starts the three servers side by side
                 ana_pg, ben_pg, teacher = (_login(browser, base, n, passwords[n]) for n in (ana, ben, prof))
                 right = _answer(sub.reference_answers(NAME)[GRADE_ID])
-                ana_report = _student_hands_in(ana_pg, ana, right, log)
-                ben_report = _student_hands_in(ben_pg, ben, _answer(BITS.source), log)
+                ana_report, ben_report = _students_hand_in([(ana_pg, ana, right), (ben_pg, ben, _answer(BITS.source))], log)
                 formgrader = ana_pg.request.get(f"{base}/user/{ana}/formgrader/api/status")
                 assert formgrader.status == 404, "a student's server answers the formgrader"
                 assert "✅ tensor_bytes" in ana_report and BITS.expect not in ana_report, ana_report
@@ -267,7 +276,7 @@ def test_a_class_on_the_hub_end_to_end(tmp_path):
                     fh.write(f'\nc.Lecture2Grader.due = "{due.isoformat()}"\n')
                 time.sleep(max(0.0, (due - dt.datetime.now(dt.timezone.utc)).total_seconds()) + 1.1)
                 with _timed("ben: edit -> submit again, late"):
-                    _fill_and_validate(ben_pg, "ben", _answer(BITS.source) + "# 再检查一遍 (checked again)\n", validate=False)
+                    _fill(ben_pg, "ben", _answer(BITS.source) + "# 再检查一遍 (checked again)\n", validate=False)
                     _submit(_assignments(ben_pg), "ben", 2)
 
                 # each student's own Unix user: nothing of the other, of the inbound or of the instructor's
