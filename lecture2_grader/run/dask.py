@@ -111,8 +111,9 @@ class WorkerSetup(WorkerPlugin):
 
     idempotent = True  # registered again by a run with the same token: the workers keep what they proved
 
-    def __init__(self, token: str, expected: dict[str, str], settings: dict):
+    def __init__(self, token: str, expected: dict[str, str], settings: dict, notebooks: list[str] | None = None):
         self.token, self.expected, self.settings = token, expected, settings
+        self.notebooks = notebooks  # what the first run grades (None: any): the worker's fork server imports its needs
         self.runtime: Runtime | None = None
         self.refusal: str | None = None
         self._checking = None
@@ -157,6 +158,7 @@ class WorkerSetup(WorkerPlugin):
             notes = preflight.preflight(runtime)
         except SystemExit as err:
             return {"ok": False, "why": str(err).removeprefix("error: ")}
+        launch.context(self.notebooks)  # the worker's first run chooses; a later run's judge imports what is missing
         launch.warm(runtime)  # torch imported once, before the first notebook
         confinement = sandbox.confinement(limits) if runtime.sandboxed else "no sandbox"
         return {"ok": True, "runtime": runtime, "slots": slots, "threads": runtime.threads, "cuda": runtime.cuda,
@@ -255,6 +257,7 @@ class DaskExecutor:
         self.address = self.client.scheduler.address
         self.name = name or self.address
         self.token = ""  # set by preflight(): hash of the identity and the settings
+        self.notebooks: list[str] | None = None  # set by warm(): what the workers' fork servers import for
         self.expected: dict[str, str] | None = None
         self.ready: dict[str, dict] = {}  # worker address -> its passing event
         self.refused: dict[str, str] = {}  # worker address -> why
@@ -358,7 +361,9 @@ class DaskExecutor:
         return f"Dask worker {name + ' at ' if name and name != worker else ''}{worker} takes no notebooks: {self.refused[worker]}"
 
     def warm(self, notebooks: list[str]) -> None:
-        """Nothing to do here: each worker warms its own fork server when it joins (WorkerSetup), for any notebook."""
+        """The notebooks the workers' fork servers import for (each worker warms its own when it proves itself:
+        WorkerSetup); without this call, any notebook's."""
+        self.notebooks = list(notebooks)
 
     def preflight(self) -> list[str]:
         """Send this run's check to every worker and wait until one passed (all of them, if they are there
@@ -371,7 +376,7 @@ class DaskExecutor:
             self.expected = identity(self.runtime.package)
             settings = self.settings()
             self.token = hashlib.sha256(json.dumps([self.expected, settings], sort_keys=True).encode()).hexdigest()[:12]
-            self.client.register_plugin(WorkerSetup(self.token, self.expected, settings), name=plugin_name(self.token))
+            self.client.register_plugin(WorkerSetup(self.token, self.expected, settings, self.notebooks), name=plugin_name(self.token))
             self._registered = True
             self._watcher = threading.Thread(target=self._watch, name="lecture2-workers", daemon=True)
             self._watcher.start()
