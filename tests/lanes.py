@@ -13,8 +13,9 @@ A few tests measure time and assert what their measurements show (notebook 08 ti
 (`is_quiet`), and need the machine to themselves. The main lane runs them first, as one block, and the side lane
 starts its first test only when that block has ended: the runner takes a file lock (the gate) before either lane
 starts and hands it to the main lane, which lets go of it at its first test that is not quiet (at once when it has
-none). A quiet block in the middle of the lanes would have to wait for the side lane's running test (a hub, a
-Dask class: up to 100 s) with a core idle; at the start nothing is running yet.
+none). The block itself starts when the side lane has collected the suite (a second lock, which the side lane
+holds until then). A quiet block in the middle of the lanes would have to wait for the side lane's running test (a
+hub, a Dask class: up to 100 s) with a core idle; at the start nothing is running yet.
 
 Both lanes run with OMP_WAIT_POLICY=PASSIVE: an OpenMP thread that waits for its team sleeps instead of spinning.
 With the two cores shared by two lanes, a spinning thread takes the core its own team's late thread needs:
@@ -38,7 +39,7 @@ from pathlib import Path
 import pytest
 
 LANE = os.environ.get("LECTURE2_TEST_LANE")  # "main", "side" or None (one process runs everything)
-LOCKS = os.environ.get("LECTURE2_TEST_LOCKS")  # the folder of the gate file, made by the runner
+LOCKS = os.environ.get("LECTURE2_TEST_LOCKS")  # the folder of the two lock files, made by the runner
 
 # Test files that mostly wait: seconds of wall time beside the main lane, and the cores they kept busy on average
 # (their lane's CPU time from a cpuacct cgroup), on a 2-core machine, December 2026.
@@ -54,7 +55,7 @@ SIDE = (
     "test_hub.py",  # 14 s, 0.9: hubs that refuse to start
 )
 # nbval's notebooks that run in the main lane all the same, so that the lanes end within seconds of each other (on a
-# fresh clone with 2 cores, December 2026: main 542 s, side 505 s with 06 and 07 here too).
+# fresh clone with 2 cores, December 2026: main 542 s, side 505 s with 06 and 07 here too; 593 s and 588 s without).
 MAIN_NOTEBOOKS = (
     "10_sharding.ipynb",  # 20-29 s beside the other lane: two-rank process groups
 )
