@@ -50,6 +50,8 @@ import math
 import torch
 import torch.distributed as dist
 
+from .distributed.collectives import all_gather_flat, reduce_scatter_flat
+
 __all__ = ["RECIPES", "Optimizer", "ZeroEngine"]
 
 # recipe -> (model dtype, optimizer, keeps an fp32 master copy): notebook 06's recipes
@@ -218,7 +220,7 @@ class ZeroEngine:
     def _gather_params(self) -> None:
         if self.stage == 3:
             _allocate(self.flat_params)
-        dist.all_gather_single(self.flat_params, self.param_shard.clone() if self.stage < 3 else self.param_shard,
+        all_gather_flat(self.flat_params, self.param_shard.clone() if self.stage < 3 else self.param_shard,
                                group=self.group)
 
     def _full_gradient(self) -> torch.Tensor:
@@ -258,7 +260,7 @@ class ZeroEngine:
         s = self.shard
         target = self._reduced  # this rank's reduced shard, in the reduce dtype (a view of grad_shard if the same)
         if lo == 0 and hi == s * self.world:  # the whole padded buffer: one reduce-scatter
-            dist.reduce_scatter_single(target, buffer, group=self.group)
+            reduce_scatter_flat(target, buffer, group=self.group)
             return
         for r in range(self.world):  # each rank's part of this bucket, reduced to that rank
             a, b = max(lo, r * s), min(hi, (r + 1) * s)
@@ -300,7 +302,7 @@ class ZeroEngine:
             grads = self._full_gradient()
             wide = grads if self.reduce_dtype == grads.dtype else grads.to(self.reduce_dtype)
             reduced = torch.empty(self.shard, dtype=self.reduce_dtype, device=grads.device)
-            dist.reduce_scatter_single(reduced, wide, group=self.group)
+            reduce_scatter_flat(reduced, wide, group=self.group)
             del wide
         else:
             for i in sorted(self._pending):  # a bucket some of whose parameters got no gradient
@@ -341,5 +343,5 @@ class ZeroEngine:
         if self.stage == 0:
             out.copy_(self.param_shard)
         else:
-            dist.all_gather_single(out, self.param_shard.contiguous(), group=self.group)
+            all_gather_flat(out, self.param_shard.contiguous(), group=self.group)
         return out[:self.n_params].float()

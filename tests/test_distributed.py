@@ -429,3 +429,28 @@ def test_warm_ranks_leave_by_themselves_and_stale_groups_are_replaced(monkeypatc
     with distributed.warm_group(2) as group:
         assert group is not stale and stale.healthy()  # the parent's group is left alone
     stale.close()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.distributed.*` is deprecated:FutureWarning")
+@pytest.mark.parametrize("new_names", [True, False], ids=["torch-2.13", "torch-2.12-and-older"])
+def test_flat_collectives_run_on_torch_with_or_without_the_new_names(monkeypatch, new_names):
+    """torch 2.13 added reduce_scatter_single / all_gather_single; older builds (a student's CUDA torch, the lent
+    H200's 2.11) have only reduce_scatter_tensor / all_gather_into_tensor. The ZeRO engine and the timing job call
+    them through lecture2.distributed.collectives, which takes whichever the running torch has."""
+    import torch
+    import torch.distributed as dist
+
+    from lecture2.distributed.collectives import all_gather_flat, reduce_scatter_flat
+
+    if not new_names:  # torch.distributed as 2.12 shows it (2.13's deprecated names still call the new ones inside)
+        monkeypatch.delattr(dist, "reduce_scatter_single", raising=False)
+        monkeypatch.delattr(dist, "all_gather_single", raising=False)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        out = torch.empty(4)
+        reduce_scatter_flat(out, torch.arange(4.0))
+        gathered = torch.empty(4)
+        all_gather_flat(gathered, out)
+    finally:
+        dist.destroy_process_group()
+    assert gathered.tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -35,6 +35,8 @@ def replay(op: str, t, group, world: int) -> None:
     import torch
     import torch.distributed as dist
 
+    from .collectives import all_gather_flat, reduce_scatter_flat
+
     if op == "all_reduce":
         dist.all_reduce(t, group=group)
     elif op == "broadcast":
@@ -43,10 +45,10 @@ def replay(op: str, t, group, world: int) -> None:
         dist.reduce(t, dst=0, group=group)
     elif op == "reduce_scatter":
         n = t.numel() // world * world
-        dist.reduce_scatter_single(torch.empty(n // world, dtype=t.dtype, device=t.device), t[:n], group=group)
+        reduce_scatter_flat(torch.empty(n // world, dtype=t.dtype, device=t.device), t[:n], group=group)
     elif op == "all_gather":
         n = t.numel() // world * world
-        dist.all_gather_single(t[:n], torch.empty(n // world, dtype=t.dtype, device=t.device), group=group)
+        all_gather_flat(t[:n], torch.empty(n // world, dtype=t.dtype, device=t.device), group=group)
     elif op == "all_to_all":
         dist.all_to_all_single(torch.empty_like(t), t, group=group)
 
