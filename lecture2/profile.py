@@ -494,9 +494,7 @@ def run(device: str | None = None, cfg: dict | None = None, compile_model: bool 
     total = sum(len(v) for v in cfg["matmul_sizes"].values()) + len(gemm_spec["dtypes"]) * len(gemm_spec["shapes"]) + 4
     bar = _Progress(total) if progress else (lambda what, steps=1: None)
     started = time.perf_counter()
-    profile: dict = {"schema_version": SCHEMA_VERSION,
-                     "made": {"command": command, "date": datetime.datetime.now(datetime.timezone.utc)
-                              .strftime("%Y-%m-%dT%H:%M:%SZ")},
+    profile: dict = {"schema_version": SCHEMA_VERSION, "made": {"command": command, "date": _now()},
                      "config": cfg, "device": device_info(device)}
     profile["matmul"] = matmul_sweep(device, cfg["matmul_sizes"], cfg["matmul_repeat"], progress=bar)
     profile["gemm_shapes"] = gemm_shape_sweep(device, gemm_spec, cfg["matmul_repeat"], progress=bar)
@@ -513,12 +511,17 @@ def run(device: str | None = None, cfg: dict | None = None, compile_model: bool 
     return profile
 
 
+def _now() -> str:
+    """The UTC time a profile was made, as its "made.date" records it."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def gemm_only(device: str | None = None, cfg: dict | None = None, command: str | None = None) -> dict:
     """Just the device and the transformer GEMM sweep (a minute on a GPU): what a short GPU session measures first."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     cfg = cfg or config(device)
     started = time.perf_counter()
-    out = {"schema_version": SCHEMA_VERSION, "made": {"command": command}, "device": device_info(device),
+    out = {"schema_version": SCHEMA_VERSION, "made": {"command": command, "date": _now()}, "device": device_info(device),
            "gemm_shapes": gemm_shape_sweep(device, cfg["gemm_shapes"], cfg["matmul_repeat"])}
     out["made"]["seconds"] = time.perf_counter() - started
     return out

@@ -1,6 +1,7 @@
 """lecture2.planner and lecture2.planning: a run laid out as TP x CP x PP x DP (x EP), the step built from measured
 parts, the schedule, memory, search. Each of issue 27's findings has a test here that failed on the old planner."""
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -70,12 +71,31 @@ def test_gemm_efficiency_depends_on_the_shape():
     assert eff[(8192, 13312, 16384)] > eff[(8192, 16384, 2048)] + 0.1 > eff[(256, 256, 256)] + 0.1
 
 
-def test_the_gemm_fit_reproduces_the_h200_profile():
-    """Is the bf16 fit within 5% (rms of log time) of every n³ matmul the H200 profile measured, and the fp8-blockwise
-    fit within 5% of DeepGEMM's published table?"""
-    assert compute.gemm_fit("hopper", "bf16").rms_log_error < 0.05
+def _log_errors(fit: compute.GemmFit, kernel: str, points) -> list[float]:
+    h200 = hardware.GPUS["h200"]
+    hbm = h200.bandwidth_bytes_per_s * compute.HBM_EFFICIENCY
+    return [math.log(compute._gemm_time((fit.e_max, fit.per_wave_s, fit.fixed_s), m, n, k, h200.peak[kernel], h200.sms,
+                                        2 if kernel == "bf16" else 1, hbm) / t) for m, n, k, t in points]
+
+
+@pytest.mark.parametrize("kernel", ["bf16", "fp8"])
+def test_the_gemm_fit_reproduces_the_h200_profile(kernel):
+    """Is the fit within 10% (rms of log time) of the n³ matmuls and the 24 transformer-layer GEMMs (Llama 3 8B, 70B,
+    405B at 2,048 and 8,192 tokens) the H200 profile measured, and nowhere off by more than 25%; bf16 within 5% of
+    the n³ ones? Three numbers and 128 x 128 tiles cannot follow cuBLAS's choice of kernel for every shape (a few
+    waves, partly filled: bf16 2048 x 1280 x 8192 runs 1.2x faster than the tile count says; fp8 1024³ is launch-bound)."""
+    fit = compute.gemm_fit("hopper", kernel)
+    cube = [p for p in fit.points if p[0] == p[1] == p[2]]
+    assert len(cube) >= 5 and len(fit.points) >= len(cube) + 24, "the profile holds the n³ sweep and the GEMM shapes"
+    if kernel == "bf16":
+        assert math.sqrt(sum(e * e for e in _log_errors(fit, kernel, cube)) / len(cube)) < 0.05
+    assert fit.rms_log_error < 0.10
+    assert max(abs(e) for e in _log_errors(fit, kernel, fit.points)) < math.log(1.25)
+
+
+def test_the_fp8_blockwise_fit_reproduces_deepgemms_table():
+    """Is the fp8-blockwise fit within 5% (rms of log time) of DeepGEMM's published H800 table?"""
     assert compute.gemm_fit("hopper", "fp8-blockwise").rms_log_error < 0.05
-    assert len(compute.gemm_fit("hopper", "bf16").points) >= 5
 
 
 def test_step_time_per_token_depends_on_micro_batch_and_sequence():

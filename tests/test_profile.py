@@ -287,6 +287,9 @@ def test_the_transformer_gemm_sweep_runs_at_tiny_sizes_and_feeds_the_planners_fi
     rows = swept["fp32"]["shapes"]
     assert [[r["m"], r["n"], r["k"]] for r in rows] == spec["shapes"][:3] and all(r["seconds"] > 0 for r in rows)
     assert len(profile.transformer_gemm_shapes()) == 24
+    alone = profile.gemm_only("cpu", {"gemm_shapes": {"dtypes": ["fp32"], "shapes": spec["shapes"][:1]},
+                                      "matmul_repeat": 1}, command="python -m lecture2 profile --gemm-only")
+    assert set(alone["made"]) == {"command", "date", "seconds"}, "a sweep merged into a profile says when it was made"
     shipped = json.loads((profile.PROFILES / "h200.json").read_text())
     shipped["gemm_shapes"] = {"bf16": {"shapes": [{"m": 8192, "n": 2304, "k": 16384, "seconds": 0.001}]}}
     (tmp_path / "h200.json").write_text(json.dumps(shipped))

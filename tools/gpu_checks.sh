@@ -12,14 +12,18 @@
 # it is installed into a private folder on PYTHONPATH, with nothing else changed.
 # Everything it prints also goes to ${OUT:-gpu-out}/ (gemm_shapes.json, env.txt, profile.txt, h200.json, pytest.txt,
 # notebooks.txt).
-# Each step has its own time limit, so a hang in one still leaves the others' results.
+# Each step has its own time limit, so a hang in one still leaves the others' results. STEPS chooses them (default
+# "gemm env profile tests notebooks"; a lease short of time can leave out "profile", which measures the shipped
+# profile's numbers again).
 #
 #   on the GPU:  bash tools/gpu_checks.sh            (torch and pytest suffice; ALLOW_CPU=1 rehearses it on a CPU)
 #   then here:   cp <files_at>/h200.json lecture2/profiles/h200.json && commit it: the notebooks' reference
 #                sections show it from then on (their cells are nbval-ignore-output: nothing to re-execute).
-#                If the full profile did not finish, cp <files_at>/h200.gemm.json lecture2/profiles/h200.json keeps
-#                the shipped profile with the GEMM shapes added; then rerun tests/test_planner.py and
-#                tests/test_conformance.py (the fit takes the shapes in) and update docs/planning.md's table.
+#                If the full profile did not finish (or STEPS left it out), cp <files_at>/h200.gemm.json
+#                lecture2/profiles/h200.json keeps the shipped profile with the GEMM shapes added (made.gemm_shapes
+#                says when); then rerun tests/test_planner.py and tests/test_conformance.py (the fit takes the shapes
+#                in), re-execute notebook 10 (tools/execute_notebooks.py: it prints plans) and update
+#                docs/planning.md's tables from `python -m tools.bench_planner`.
 set -u
 out=${OUT:-gpu-out}
 name=${PROFILE_NAME:-h200}
@@ -27,6 +31,8 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 MPLBACKEND=Agg PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 py=${PYTHON:-python3}
 status=0
+steps=" ${STEPS:-gemm env profile tests notebooks} "
+want() { [[ "$steps" == *" $1 "* ]]; }
 if ls .gpu-wheels/*.whl >/dev/null 2>&1; then
   "$py" -m pip install --quiet --no-deps --no-index --target /tmp/gpu-site .gpu-wheels/*.whl \
     && export PYTHONPATH="$PYTHONPATH:/tmp/gpu-site"
@@ -35,33 +41,42 @@ fi
 "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || [ "${ALLOW_CPU:-0}" = 1 ] \
   || { echo "no CUDA device: nothing to check here (ALLOW_CPU=1 to rehearse on a CPU)"; exit 1; }
 
-echo "== transformer GEMM shapes (the planner's efficiency by shape)"
-timeout 240 "$py" -m lecture2 profile --gemm-only --out "$out/gemm_shapes.json" 2>&1 | tee "$out/gemm.txt"
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+if want gemm; then
+  echo "== transformer GEMM shapes (the planner's efficiency by shape)"
+  timeout 240 "$py" -m lecture2 profile --gemm-only --out "$out/gemm_shapes.json" 2>&1 | tee "$out/gemm.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
 if [ -s "$out/gemm_shapes.json" ] && [ -s "lecture2/profiles/$name.json" ]; then
   "$py" - "$out/gemm_shapes.json" "lecture2/profiles/$name.json" "$out/$name.gemm.json" <<'PY'
 import json, sys
 sweep, shipped, merged = sys.argv[1:]
-profile = json.load(open(shipped))
-profile["gemm_shapes"] = json.load(open(sweep))["gemm_shapes"]
-json.dump(profile, open(merged, "w"), indent=1)
+profile, measured = json.load(open(shipped)), json.load(open(sweep))
+profile["gemm_shapes"] = measured["gemm_shapes"]
+profile["made"]["gemm_shapes"] = dict(measured["made"], torch=measured["device"]["torch"])  # when, how, with what
+open(merged, "w").write(json.dumps(profile, indent=1) + "\n")
 PY
 fi
 
-echo "== env"; timeout 120 "$py" -m lecture2 env 2>&1 | tee "$out/env.txt"
+want env && echo "== env" && timeout 120 "$py" -m lecture2 env 2>&1 | tee "$out/env.txt"
 
-echo "== profile"
-timeout 360 "$py" -m lecture2 profile --out "$out/$name.json" 2>&1 | tee "$out/profile.txt"
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+if want profile; then
+  echo "== profile"
+  timeout 360 "$py" -m lecture2 profile --out "$out/$name.json" 2>&1 | tee "$out/profile.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
 [ -s "$out/$name.json" ] && cp "$out/$name.json" "lecture2/profiles/$name.json"
 
-echo "== gpu tests"
-timeout 180 "$py" -m pytest -q -rs --noconftest -p no:cacheprovider -p no:nbval -o addopts="" -m gpu \
-  tests/test_hardware.py tests/test_measure.py tests/test_profile.py tests/test_reference.py 2>&1 \
-  | tee "$out/pytest.txt"
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+if want tests; then
+  echo "== gpu tests"
+  timeout 180 "$py" -m pytest -q -rs --noconftest -p no:cacheprovider -p no:nbval -o addopts="" -m gpu \
+    tests/test_hardware.py tests/test_measure.py tests/test_profile.py tests/test_reference.py 2>&1 \
+    | tee "$out/pytest.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
 
-echo "== notebooks on CUDA"
-timeout 420 "$py" tools/run_cells.py solutions/lec02/*.ipynb 2>&1 | tee "$out/notebooks.txt"
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+if want notebooks; then
+  echo "== notebooks on CUDA"
+  timeout 420 "$py" tools/run_cells.py solutions/lec02/*.ipynb 2>&1 | tee "$out/notebooks.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
 exit $status

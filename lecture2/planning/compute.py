@@ -8,9 +8,9 @@ GEMM (M x K by K x N) on a GPU of S SMs, dense peak P (lecture2.hardware), with 
 
 Three numbers per kernel family, fitted (least squares on log time) to measured GEMMs:
     bf16 (Hopper)          the course's own H200 profile, lecture2/profiles/h200.json (`make profile`): n³ matmuls,
-                           n = 1024 ... 16384, 9.5% to 81.5% of the peak; `make profile` on a GPU adds a sweep of
-                           transformer shapes (profile.gemm_shapes) that the fit takes in when present
-    fp8 (Hopper)           the same profile's torch._scaled_mm (per-tensor scales, cuBLAS)
+                           n = 1024 ... 16384, 9.5% to 81.5% of the peak, and the 24 GEMMs of Llama 3 layers
+                           (profile.gemm_shapes, 42% to 80%): 7.4% rms, the worst shape off by 1.20x
+    fp8 (Hopper)           the same profile's torch._scaled_mm (per-tensor scales, cuBLAS), the same shapes
     fp8-blockwise (Hopper) DeepGEMM's published H800 table (deepseek-ai/DeepGEMM README, Feb 2025: M = 4096, 1-128
                            fine-grained scales, 590-1358 TFLOP/s), the kernels DeepSeek-V3 trained with
     bf16 (Ampere)          e_max alone, to Stas Bekman's measured A100 SXM maximum (ml-engineering, "Maximum Achievable
