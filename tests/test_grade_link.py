@@ -143,6 +143,21 @@ def test_a_process_that_dies_costs_its_call_only(link):
     assert remote(link, "add")(4, 4) == 8
 
 
+def test_a_new_process_starts_on_the_graders_time_not_the_test_cells(link, monkeypatch):
+    """After a death, the next call starts a new process and runs the cells again: on a busy machine that can take
+    longer than the test cell has left. Is that time the grader's, so that the call still gets the cell's time?"""
+    with pytest.raises(answers.AnswerUnavailable, match="exit status 3"):
+        remote(link, "exits")()
+    real = KernelLink._start
+
+    def slow_start(self):
+        real(self)
+        time.sleep(3)  # a start and a replay under load
+    monkeypatch.setattr(KernelLink, "_start", slow_start)
+    link.deadline = time.monotonic() + 2
+    assert remote(link, "add")(2, 2) == 4 and link.events.starts == 2
+
+
 def reply_fd(link) -> int:
     return int(link._run.proc.args[link._run.proc.args.index("--reply-fd") + 1])
 
