@@ -1,8 +1,10 @@
 """The nbgrader round trip: release -> submissions -> autograde -> feedback -> grades CSV.
 
-Three students: `correct` (the reference solutions typed into the release) and `blank` (the release untouched) hand
-in the whole lecture, `planted-mistake` (correct, except one usual mistake a notebook) three notebooks: that every
-usual mistake of every notebook loses its points is tests/test_exercises.py's (a notebook runs once per purpose).
+Three students: `correct` (the reference solutions typed into the release) hands in the whole lecture, `blank` (the
+release untouched) and `planted-mistake` (correct, except one usual mistake a notebook) three notebooks: that every
+usual mistake of every notebook loses its points, and that every release stub earns none, on the grader's path, is
+tests/test_exercises.py's (a notebook runs once per purpose: a blank notebook runs every demo cell as the correct
+one does, and the release's Run All is tests/test_exercises.py's too).
 They are graded by `make grade`'s grader (lecture2_grader: each notebook's answers in a sandboxed student's
 process, its test cells in the judge), so this also proves that the scan flags nothing in honest work and that
 every notebook's checks run on the grader's own path. Each must get exactly the points they earned.
@@ -55,22 +57,25 @@ def graded(course):
         total = sum(points.values())
         first = all_planted()[name][0]
         lost = points[_test_cell_after(name, first.grade_id)]
-        submissions = {"correct": sub.filled(name), "blank": sub.release(name)}
+        submissions = {"correct": sub.filled(name)}
         if name in planted_in:
+            submissions["blank"] = sub.release(name)
             submissions["planted-mistake"] = sub.filled(name, **{first.grade_id: first.source})
         for student, nb in submissions.items():
             folder = course / "submitted" / student / ASSIGNMENT
             folder.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, folder / name)
         stem = name.removesuffix(".ipynb")
-        expected["correct"][stem], expected["blank"][stem] = total, 0
+        expected["correct"][stem] = total
         if name in planted_in:
+            expected["blank"][stem] = 0
             expected["planted-mistake"][stem] = total - lost
             expected["_planted"][stem] = (_test_cell_after(name, first.grade_id), lost)
     rt = runtime(sandboxed=True, threads=1)
     rt.cell_timeout, rt.notebook_timeout = 300, 900
-    students = classrun.grade_class(course, rt, ["correct", "blank"], jobs=2).students
-    students += classrun.grade_class(course, rt, ["planted-mistake"], jobs=2, notebooks=sorted(planted_in)).students
+    students = classrun.grade_class(course, rt, ["correct"], jobs=2).students
+    students += classrun.grade_class(course, rt, ["blank", "planted-mistake"], jobs=2,
+                                     notebooks=sorted(planted_in)).students
     expected["_report"] = {s.name: report_line(s, 0) for s in students}
     yield expected
     shutil.rmtree(course / "submitted", ignore_errors=True)
@@ -95,7 +100,7 @@ def test_each_student_gets_exactly_their_points(course, graded):
 def test_honest_work_draws_no_report(graded):
     """Does the grader report no problem (no flagged answer, no timeout, no dead process) for any of the three,
     and name the blank release's notebooks as blank, not "ok"?"""
-    stems = ", ".join(sorted(name.removesuffix(".ipynb") for name in notebook_names()))
+    stems = ", ".join(sorted(graded["blank"]))
     for student, line in graded["_report"].items():
         if student == "blank":
             assert line.endswith(f"— blank (nothing attempted): {stems}"), line
