@@ -55,7 +55,8 @@ SIDE = (
     "test_hub.py",  # 14 s, 0.9: hubs that refuse to start
 )
 # nbval's notebooks that run in the main lane all the same, so that the lanes end within seconds of each other (on a
-# fresh clone with 2 cores, December 2026: main 542 s, side 505 s with 06 and 07 here too; 593 s and 588 s without).
+# fresh clone with 2 cores, December 2026: main 542 s, side 505 s with 06 and 07 here too; 593 s and 588 s without;
+# 526 s and 513 s once the release Run All of 08 left the quiet block).
 MAIN_NOTEBOOKS = (
     "10_sharding.ipynb",  # 20-29 s beside the other lane: two-rank process groups
 )

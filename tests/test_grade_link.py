@@ -152,9 +152,9 @@ def test_a_new_process_starts_on_the_graders_time_not_the_test_cells(link, monke
 
     def slow_start(self):
         real(self)
-        time.sleep(3)  # a start and a replay under load
+        time.sleep(2)  # a start and a replay under load
     monkeypatch.setattr(KernelLink, "_start", slow_start)
-    link.deadline = time.monotonic() + 2
+    link.deadline = time.monotonic() + 1
     assert remote(link, "add")(2, 2) == 4 and link.events.starts == 2
 
 
