@@ -125,8 +125,15 @@ clean-grading:
 # ---- The course on JupyterHub (lecture2_hub, docs/hub.md). `make hub` runs as root: each student's server runs as
 # that student's own Unix user. configurable-http-proxy (npm) goes into .venv/hub-proxy; Node and npm from Debian.
 .PHONY: hub hub-stop hub-status hub-proxy feedback
+# HUB_ROSTER: the class (docs/hub.md); without one, HUB_DEMO=1 starts the demo class (your own machine only).
+# HUB_URL: where people open the hub behind your TLS proxy (https://hub.example.edu; each person's server on
+# <name>.hub.example.edu); default http://localhost:$(HUB_PORT). HUB_LIMITS: each student's bounds
+# (memory=2GiB,cpus=1,processes=256,disk=2GiB,tmp=512MiB,kernels=3,idle=3600,exchange=8GiB; off: none).
 HUB_PORT ?= 8000
-HUB_ROSTER ?= lecture2_hub/demo_roster.csv
+HUB_ROSTER ?=
+HUB_DEMO ?=
+HUB_URL ?=
+HUB_LIMITS ?=
 HUB_EXCHANGE ?= /srv/nbgrader/exchange
 HUB_HOMES ?= /home
 HUB_PROXY := $(VENV)/hub-proxy/node_modules/.bin/configurable-http-proxy
@@ -140,8 +147,9 @@ $(HUB_PROXY):
 hub-proxy: setup $(HUB_PROXY)
 
 hub: setup $(HUB_PROXY)
-	$(BIN)/python -m lecture2_hub start --roster $(HUB_ROSTER) --port $(HUB_PORT) --exchange $(HUB_EXCHANGE) \
-	    --homes $(HUB_HOMES) --proxy $(HUB_PROXY)
+	$(BIN)/python -m lecture2_hub start $(if $(HUB_ROSTER),--roster $(HUB_ROSTER)) $(if $(HUB_DEMO),--demo) \
+	    --port $(HUB_PORT) $(if $(HUB_URL),--url $(HUB_URL)) $(if $(HUB_LIMITS),--limits $(HUB_LIMITS)) \
+	    --exchange $(HUB_EXCHANGE) --homes $(HUB_HOMES) --proxy $(HUB_PROXY)
 
 hub-stop:
 	$(BIN)/python -m lecture2_hub stop

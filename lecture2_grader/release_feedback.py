@@ -23,19 +23,7 @@ from .text import terminal
 
 COURSE_ID = "lecture2"  # the course's name in the exchange (lecture2_hub.settings.COURSE_ID)
 DEFAULT_EXCHANGE = Path("/srv/nbgrader/exchange")  # nbgrader's own default root
-
-
-def _readable_by_student(exchange: Path, folder: Path, pages: list[Path]) -> None:
-    """nbgrader copies a page with its mode; a course folder private to the instructor (make hub) makes pages of
-    mode 0600, which the student could not fetch. Each released page (named by the hash nbgrader gives it) is
-    made readable: the exchange's feedback folder lists nothing, so only the page's own student finds it."""
-    from nbgrader.utils import notebook_hash
-
-    secret = (folder / "submission_secret.txt").read_text(encoding="utf-8")
-    for page in pages:
-        released = exchange / COURSE_ID / "feedback" / f"{notebook_hash(secret=secret, notebook_id=page.stem)}.html"
-        if released.is_file() and not released.is_symlink():
-            os.chmod(released, 0o644)
+EXCHANGE_CLASSES = {"release_feedback": "ReleaseFeedback"}  # lecture2_hub.exchange.FACTORY's, for this command
 
 
 def _pages(course: Path, only: list[str] | None) -> dict[str, list[Path]]:
@@ -49,7 +37,10 @@ def release(course: Path, exchange: Path = DEFAULT_EXCHANGE, only: list[str] | N
     pages = _pages(course, only)
     if not pages:
         return 2, [f"no feedback pages under {course / 'feedback'}: run `make grade` first"]
-    options = [f"--CourseDirectory.course_id={COURSE_ID}", f"--Exchange.root={exchange}"]
+    # the course's exchange classes (lecture2_hub.exchange, by name: they run in nbgrader's process): the root's
+    # mode left alone, and each released page readable by its student (the course folder is private to its owner)
+    options = [f"--CourseDirectory.course_id={COURSE_ID}", f"--Exchange.root={exchange}",
+               *(f"--ExchangeFactory.{trait}=lecture2_hub.exchange.{cls}" for trait, cls in EXCHANGE_CLASSES.items())]
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("NBGRADER_EXECUTION", None)
     lines, status = [], 0
@@ -70,7 +61,6 @@ def release(course: Path, exchange: Path = DEFAULT_EXCHANGE, only: list[str] | N
             why = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()][-3:]
             lines.append(f"{terminal(student, 80)}: not released: {terminal(' / '.join(why), 600)}")
             continue
-        _readable_by_student(exchange, folder, files)
         stems = ", ".join(p.stem for p in files)
         lines.append(f"{terminal(student, 80)}: {len(files)} feedback page{'s' if len(files) != 1 else ''} released "
                      f"({terminal(stems, 400)})")

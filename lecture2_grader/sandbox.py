@@ -96,7 +96,7 @@ def _ro_binds(paths: list[Path]) -> list[str]:
     return args
 
 
-def _gpu_devices() -> list[str]:
+def gpu_devices() -> list[str]:
     """bwrap arguments that give the sandbox the machine's NVIDIA devices (CUDA needs them), if any."""
     devices = sorted(str(p) for p in Path("/dev").glob("nvidia*") if not p.is_dir())
     if not devices:
@@ -128,7 +128,7 @@ def command(argv: list[str], *, binds: list[Path], env: dict[str, str], limits: 
         "--ro-bind", "/usr", "/usr", *root_links, *etc,
         "--size", str(limits.tmp), "--tmpfs", "/tmp",  # before the course's binds: a course under /tmp stays seen
         *_ro_binds([Path(sys.base_prefix), Path(sys.prefix), *binds]),
-        "--proc", "/proc", "--dev", "/dev", "--size", str(limits.shm), "--tmpfs", "/dev/shm", *_gpu_devices(),
+        "--proc", "/proc", "--dev", "/dev", "--size", str(limits.shm), "--tmpfs", "/dev/shm", *gpu_devices(),
         "--remount-ro", "/dev", "--dir", WORK,
         "--remount-ro", "/",  # bwrap's own root (the folders it made for the binds) is a memory filesystem too
         "--chdir", WORK,
@@ -287,7 +287,7 @@ def _size(n: int | None) -> str:
 
 
 def _limits_in_child(limits: Limits, group: Cgroup | None):
-    gpu = bool(_gpu_devices())
+    gpu = bool(gpu_devices())
 
     def apply():  # in the child, before exec: inherited by everything in the sandbox
         if group is not None:

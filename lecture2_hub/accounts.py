@@ -50,8 +50,9 @@ def foreign_accounts(names: list[str]) -> list[str]:
     return [n for n in names if (a := account(n)) is not None and not made_by_hub(a)]
 
 
-def ensure_student(name: str, homes: Path) -> pwd.struct_passwd:
-    """The Unix user `name`, made now (home homes/name, mode 0700, its own group) if it does not exist yet."""
+def ensure_student(name: str, homes: Path, create_home: bool = True) -> pwd.struct_passwd:
+    """The Unix user `name`, made now (home homes/name, mode 0700, its own group) if it does not exist yet. Without
+    `create_home` the home folder is left to the caller (a file system of its own, lecture2_hub.disks)."""
     entry = account(name)
     if entry is not None:
         if not made_by_hub(entry):
@@ -63,11 +64,12 @@ def ensure_student(name: str, homes: Path) -> pwd.struct_passwd:
     except KeyError:
         group = ["--user-group"]
     home = homes / name
-    proc = subprocess.run(["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/bash",
-                           "--comment", MARKER, *group, name], capture_output=True, text=True)
+    proc = subprocess.run(["useradd", "--create-home" if create_home else "--no-create-home", "--home-dir", str(home),
+                           "--shell", "/bin/bash", "--comment", MARKER, *group, name], capture_output=True, text=True)
     if proc.returncode != 0:
         raise AccountError(f"useradd {name} failed: {proc.stderr.strip() or proc.stdout.strip()}")
-    os.chmod(home, 0o700)
+    if create_home:
+        os.chmod(home, 0o700)
     return pwd.getpwnam(name)
 
 

@@ -1,16 +1,20 @@
-"""`make hub`, `make hub-stop`, `make hub-status`: the course's JupyterHub on 127.0.0.1, started, stopped and
-shown by the process ids it started.
+"""`make hub`, `make hub-stop`, `make hub-status`: the course's JupyterHub, started, stopped and shown by the
+process ids it started.
 
-    .venv/bin/python -m lecture2_hub start [--roster R] [--port 8000] [--exchange DIR] [--homes DIR] [--state DIR]
-    .venv/bin/python -m lecture2_hub stop | status [--state DIR]
+    .venv/bin/python -m lecture2_hub start (--roster R | --demo) [--port 8000] [--url http://localhost:8000]
+                                     [--exchange DIR] [--homes DIR] [--state DIR] [--limits memory=2GiB,...|off]
+    .venv/bin/python -m lecture2_hub stop [--unmount-exchange] | status [--state DIR]
     .venv/bin/python -m lecture2_hub passwords ROSTER [--out FILE]
 
-`start` checks everything before it starts anything (root, the roster's names and roles, Unix accounts it must
-not take over, the port, a hub of this state folder already running, the proxy), makes the course folder safe to
-share (lecture2_hub.accounts), releases notebooks/lec02 into nbgrader's exchange, starts `jupyterhub` in the
-background and waits until it answers. If the hub does not come up, whatever it started is stopped again and the
-hub's own last lines are shown. `stop` stops the hub (which stops each student's server and the proxy), then
-every process still carrying the hub's tag (settings.TAG_ENV), each by its id: nothing is left running.
+`start` checks everything before it starts anything (lecture2_hub.preflight: root, a roster or the demo switch,
+a course owned by an ordinary account, Unix accounts it must not take over, what holds students to their limits,
+the port, a hub of this state folder already running, the proxy), makes the course folder safe to share
+(lecture2_hub.accounts), lays the exchange out and checks it (lecture2_hub.exchange), writes the servers' configs
+and releases notebooks/lec02 as the course's owner (lecture2_hub.configs), starts `jupyterhub` in the background
+and waits until it answers. If the hub does not come up, whatever it started is stopped again and the hub's own
+last lines are shown. `stop` stops the hub (which stops each student's server and the proxy), then every process
+still carrying the hub's tag (settings.TAG_ENV), each by its id, then removes the students' cgroups and unmounts
+their homes: nothing is left running.
 """
 from __future__ import annotations
 
@@ -20,41 +24,20 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
-from . import accounts, roster, settings
-from .spawner import config_dir
+from . import accounts, configs, disks, limits, preflight, roster, settings
+from . import exchange as exchange_layout
+from .limits import StudentLimits
+from .preflight import HubError
 
-ASSIGNMENT = "lec02"
 START_TIMEOUT_S = 90
-NBGRADER_EXTENSIONS = ("formgrader", "validate_assignment", "assignment_list", "course_list")
-# The class's labs ask nobody about Jupyter's news or updates (their defaults; each person can change them).
-LAB_DEFAULTS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
 PROXY_IN_VENV = Path(".venv") / "hub-proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
-
-
-class HubError(RuntimeError):
-    """A reason not to start (or a failed start), said in one message for the instructor."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 # ---- the processes of one hub, found by the tag every one of them carries in its environment
@@ -126,93 +109,62 @@ def running(state: Path) -> settings.Settings | None:
     return None
 
 
-# ---- what a hub needs before it starts
+# ---- start
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    os.chmod(path, 0o644)
-
-
-def write_configs(state: Path, exchange: Path) -> None:
-    """The Jupyter config folders of students' and instructors' servers (readable by students)."""
-    nbgrader = (f'c = get_config()  # noqa: F821\nc.Exchange.root = {str(exchange)!r}\n'
-                f'c.CourseDirectory.course_id = {settings.COURSE_ID!r}\n')
-    student = {f"nbgrader.server_extensions.{n}": n == "assignment_list" for n in NBGRADER_EXTENSIONS}
-    student["lecture2_hub.validate_button"] = True
-    for role, extensions, disabled in (
-            ("student", student, ["formgrader", "course-list", "create-assignment"]),
-            ("instructor", {f"nbgrader.server_extensions.{n}": True for n in NBGRADER_EXTENSIONS}, [])):
-        folder = config_dir(state, role)
-        _write(folder / "jupyter_server_config.json", json.dumps(
-            {"ServerApp": {"jpserver_extensions": extensions},
-             "LabApp": {"app_settings_dir": str(folder / "lab-settings")}}, indent=1) + "\n")
-        _write(folder / "lab-settings" / "overrides.json", json.dumps(LAB_DEFAULTS, indent=1) + "\n")
-        _write(folder / "labconfig" / "page_config.json", json.dumps(
-            {"disabledExtensions": {f"@jupyter/nbgrader:{d}": True for d in disabled}}, indent=1) + "\n")
-        _write(folder / "nbgrader_config.py", nbgrader + (
-            'c.ExchangeFactory.release_feedback = "lecture2_hub.exchange.ReleaseFeedbackReadable"\n'
-            if role == "instructor" else ""))
-    for folder in (state / "config", *(config_dir(state, r) for r in ("student", "instructor")),
-                   *(config_dir(state, r) / sub for r in ("student", "instructor") for sub in ("labconfig", "lab-settings"))):
-        os.chmod(folder, 0o755)
-
-
-def release(course: Path, exchange: Path) -> str:
-    """notebooks/lec02 into the exchange (nbgrader release_assignment --force: students' fetched copies stay)."""
-    env = dict(os.environ, PATH=f"{course / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+def _hub_env(s: settings.Settings, state: Path) -> dict[str, str]:
+    env = dict(os.environ, PATH=f"{s.venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+    env.update({settings.SETTINGS_ENV: str(state / "settings.json"), settings.TAG_ENV: str(state)})
     env.pop("NBGRADER_EXECUTION", None)
-    proc = subprocess.run([str(course / ".venv" / "bin" / "nbgrader"), "release_assignment", ASSIGNMENT, "--force",
-                           f"--Exchange.root={exchange}", f"--CourseDirectory.course_id={settings.COURSE_ID}"],
-                          cwd=course, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        raise HubError(f"nbgrader release_assignment {ASSIGNMENT} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
-    count = len(list((course / "notebooks" / ASSIGNMENT).glob("*.ipynb")))
-    return f"released notebooks/{ASSIGNMENT} ({count} notebook{'s' if count != 1 else ''}) into {exchange / settings.COURSE_ID / 'outbound'}"
+    return env
 
 
-def _check(course: Path, roster_path: Path, proxy: str, exchange: Path) -> tuple[list, list[str]]:
-    try:
-        people = roster.load(roster_path)
-    except roster.RosterError as err:
-        raise HubError(f"the roster cannot be used, nothing was started:\n{err}") from None
-    foreign = accounts.foreign_accounts([p.name for p in people if p.role == "student"])
-    if foreign:
-        raise HubError(f"{roster_path}: {', '.join(foreign)}: a Unix user of that name already exists on this machine "
-                       "and was not made by the hub; a student's server never runs as it. Give the student another "
-                       "name in the roster")
-    if os.geteuid() != 0:
-        raise HubError("make hub runs as root (sudo make hub): it starts each student's server as that student's "
-                       "own Unix user, which only root can")
-    if not (course / "nbgrader_config.py").is_file() or not (course / "notebooks" / ASSIGNMENT).is_dir():
-        raise HubError(f"{course} is not the course folder (no nbgrader_config.py and notebooks/{ASSIGNMENT})")
-    for tool in ("jupyterhub", "jupyterhub-singleuser", "nbgrader"):
-        if not (course / ".venv" / "bin" / tool).is_file():
-            raise HubError(f"{course / '.venv' / 'bin' / tool} is missing: run `make setup` (jupyterhub comes with "
-                           "the course's dependencies)")
-    problem = accounts.interpreter_problem(course / ".venv") or accounts.package_problem(course / ".venv", course)
-    if problem:
-        raise HubError(problem)
-    if not proxy or not os.access(proxy, os.X_OK):
-        raise HubError("configurable-http-proxy is not installed: `make hub` installs it with npm into "
-                       f"{PROXY_IN_VENV} (Node and npm from Debian: apt-get install nodejs npm)")
-    notes = []
-    nameless = [p.name for p in people if not p.password_hash]
-    if nameless:
-        notes.append(f"note: {len(nameless)} on the roster have no password yet and cannot log in "
-                     f"({', '.join(nameless[:5])}{' ...' if len(nameless) > 5 else ''}): "
-                     f"python -m lecture2_hub passwords {roster_path}")
-    if exchange.exists() and not exchange.is_dir():
-        raise HubError(f"the exchange {exchange} is not a folder")
-    return people, notes
+def _wait_up(s: settings.Settings, hub: subprocess.Popen, state: Path) -> None:
+    """Until the hub answers on its public address; else stop what it started and say why, with its last lines."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    health = urllib.request.Request(f"http://127.0.0.1:{s.port}/hub/health",
+                                    headers={"Host": s.url.split("://", 1)[1].split("/", 1)[0]})
+    while True:
+        try:
+            with urllib.request.urlopen(health, timeout=5) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            pass
+        if hub.poll() is not None or time.monotonic() > deadline:
+            stop_processes(state, hub.pid)
+            tail = (state / "jupyterhub.log").read_text(errors="replace").splitlines()[-25:]
+            why = f"exited ({hub.returncode})" if hub.poll() is not None else f"did not answer in {START_TIMEOUT_S} s"
+            raise HubError(f"jupyterhub {why}; everything it started was stopped. Its last lines "
+                           f"({state / 'jupyterhub.log'}):\n" + "\n".join(tail))
+        time.sleep(0.3)
 
 
-def start(course: Path, roster_path: Path, port: int, exchange: Path, homes: Path, state: Path, proxy: str) -> int:
+def start(course: Path, roster_path: Path | None, port: int, exchange: Path, homes: Path, state: Path, proxy: str,
+          *, demo: bool = False, bounds: StudentLimits | None = None, bounded: bool = True,
+          public_url: str = "", extra: dict | None = None) -> int:
+    """`make hub`: check everything, then lay out the course folder and the exchange, release, start jupyterhub and
+    wait until it answers. Exit status 0, or HubError."""
     course, state, exchange, homes = course.resolve(), state.absolute(), exchange.absolute(), homes.absolute()
-    roster_path = roster_path.resolve()
-    people, notes = _check(course, roster_path, proxy, exchange)
+    bounds = bounds or StudentLimits()
+    if not bounded:
+        bounds = replace(bounds, disk=0, exchange=0)
+    if roster_path is None and not demo:
+        raise HubError("which class? make hub HUB_ROSTER=roster.csv (one row a person: docs/hub.md), or, to try the "
+                       "demo class (alice and bob) on your own machine, make hub HUB_DEMO=1")
+    notes = []
+    if roster_path is not None:
+        roster_path = roster_path.resolve()
+        people = preflight.people(roster_path)
+        nameless = [p.name for p in people if not p.password_hash]
+        if nameless:
+            notes.append(f"note: {len(nameless)} on the roster have no password yet and cannot log in "
+                         f"({', '.join(nameless[:5])}{' ...' if len(nameless) > 5 else ''}): "
+                         f"python -m lecture2_hub passwords {roster_path}")
+    preflight.machine(course, proxy, exchange)
+    owner = preflight.course_owner(course)
+    notes += preflight.walls(bounds, bounded)
     state.mkdir(parents=True, exist_ok=True)
-    lock = open(state / "lock", "a")
+    lock = os.fdopen(os.open(state / "lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600), "a")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -222,69 +174,70 @@ def start(course: Path, roster_path: Path, port: int, exchange: Path, homes: Pat
         if already:
             raise HubError(f"the course's hub is already running (pid {already.pid}, {already.url}): nothing else was "
                            "started. `make hub-status` shows it, `make hub-stop` stops it")
-        if not _port_free(port):
+        if not preflight.port_free(port):
             raise HubError(f"port {port} on 127.0.0.1 is in use by another program: nothing was started. Stop it, or "
                            f"choose another port: make hub HUB_PORT={port + 1}")
         leftovers = stop_processes(state)  # of a hub that died: its servers would hold ports and files
         if leftovers:
             notes.append(f"stopped {leftovers} processes left by an earlier hub of {state}")
         t0 = time.monotonic()
+        demo_password = ""
+        if demo:
+            roster_path, demo_password = roster.demo(state)
+            people = preflight.people(roster_path)
         lines = accounts.protect_course(course, keep=(state.name,) if state.parent == course else ())
         os.chmod(state, 0o711)  # students' servers read config/ in it; nothing else
-        write_configs(state, exchange)
-        owner = accounts.owner(course)
+        if bounds.exchange:
+            made = disks.exchange(state, exchange, bounds.exchange)
+            if made:
+                lines.append(made)
+        try:
+            lines += exchange_layout.prepare(exchange, owner)
+        except exchange_layout.ExchangeProblem as err:
+            raise HubError(str(err)) from None
+        configs.write(state, exchange, bounds)
         private = state / "instructor"
         private.mkdir(exist_ok=True)
         os.chmod(private, 0o700)
         os.chown(private, owner.pw_uid, owner.pw_gid)
-        for folder in (exchange, homes):
-            if not folder.exists():
-                folder.mkdir(parents=True)
-                os.chmod(folder, 0o755)
-        lines.append(release(course, exchange))
+        if not homes.exists():
+            homes.mkdir(parents=True)
+            os.chmod(homes, 0o755)
+        try:
+            lines.append(configs.release(course, exchange, owner))
+        except configs.ReleaseError as err:
+            raise HubError(str(err)) from None
         s = settings.Settings(course=str(course), state=str(state), roster=str(roster_path), exchange=str(exchange),
-                              homes=str(homes), port=port, hub_port=_free_port(), proxy_api_port=_free_port(),
-                              proxy=str(Path(proxy).resolve()))
+                              homes=str(homes), port=port, public_url=public_url.rstrip("/"), owner=owner.pw_name,
+                              limits=bounds.to_json(), bounded=bounded, hub_port=preflight.free_port(),
+                              proxy_api_port=preflight.free_port(), proxy=str(Path(proxy).resolve()), extra=extra or {})
         s.write()
         log = open(state / "jupyterhub.log", "ab")
         os.chmod(state / "jupyterhub.log", 0o600)
-        env = dict(os.environ, PATH=f"{s.venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}")
-        env.update({settings.SETTINGS_ENV: str(state / "settings.json"), settings.TAG_ENV: str(state)})
-        env.pop("NBGRADER_EXECUTION", None)
+        # umask 077: JupyterHub's database, cookie secret and pid files, and the proxy's, are root's alone
         hub = subprocess.Popen([str(s.venv_bin / "jupyterhub"), "-f", str(Path(__file__).with_name("jupyterhub_config.py"))],
-                               cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               start_new_session=True)
+                               cwd=state, env=_hub_env(s, state), stdout=log, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, start_new_session=True, umask=0o077)
         log.close()
         s.pid = hub.pid
         s.write()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"{s.url}/hub/health", timeout=5) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if hub.poll() is not None or time.monotonic() > deadline:
-                stop_processes(state, hub.pid)
-                tail = (state / "jupyterhub.log").read_text(errors="replace").splitlines()[-25:]
-                why = f"exited ({hub.returncode})" if hub.poll() is not None else f"did not answer in {START_TIMEOUT_S} s"
-                raise HubError(f"jupyterhub {why}; everything it started was stopped. Its last lines "
-                               f"({state / 'jupyterhub.log'}):\n" + "\n".join(tail))
-            time.sleep(0.3)
+        _wait_up(s, hub, state)
         students = sum(p.role == "student" for p in people)
         print("\n".join(notes + lines))
         print(f"the hub is up in {time.monotonic() - t0:.1f} s: {s.url}  ({students} students, "
               f"{len(people) - students} instructor{'s' if len(people) - students != 1 else ''} on {roster_path.name}; pid {hub.pid})")
-        if roster_path == roster.DEMO_ROSTER.resolve():
-            print(f"demo roster: log in as alice or bob (students) or teacher (instructor), password {roster.DEMO_PASSWORD!r}")
+        print(f"each student: {bounds.describe()}" if bounded else "students are not bounded (--no-limits)")
+        print(f"each person's lab opens on a name of its own: {s.url.replace('://', '://<name>.')}/user/<name>/")
+        if demo:
+            print(f"demo class: log in as alice or bob (students, password {roster.DEMO_PASSWORD!r}), or as teacher "
+                  f"(instructor) with the password {demo_password!r}, made for this start and shown only now")
         print("make hub-status shows it; make hub-stop stops it")
         return 0
     finally:
         lock.close()
 
 
-def stop(state: Path) -> int:
+def stop(state: Path, unmount_exchange: bool = False) -> int:
     state = state.absolute()
     s = _hub_settings(state)
     count = stop_processes(state, s.pid if s else 0)
@@ -292,7 +245,12 @@ def stop(state: Path) -> int:
     if left:
         print(f"error: {len(left)} processes of the hub did not stop: {', '.join(map(str, left))}")
         return 1
+    problems = [f"cgroup {p} was not removed" for p in limits.remove_cgroups(state)] if os.geteuid() == 0 else []
+    if os.geteuid() == 0 and (state / "mounts.json").exists():
+        problems += disks.unmount(state, keep_exchange=not unmount_exchange)
     print(f"stopped the hub: {count} processes" if count else "no hub of this course is running")
+    for line in problems:
+        print(f"warning: {line}")
     return 0
 
 
@@ -326,14 +284,22 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     go = sub.add_parser("start", help="start the hub in the background")
     go.add_argument("--course", type=Path, default=Path.cwd(), help="the course folder (default: here)")
-    go.add_argument("--roster", type=Path, default=roster.DEMO_ROSTER)
+    go.add_argument("--roster", type=Path, default=None, help="the class: name,role,password hash (docs/hub.md)")
+    go.add_argument("--demo", action="store_true", help="the demo class instead (alice, bob, teacher): your machine only")
     go.add_argument("--port", type=int, default=8000)
+    go.add_argument("--url", default="", help="where people open the hub, behind your TLS proxy "
+                    "(https://hub.example.edu; default http://localhost:PORT); servers on <name>.<that name>")
     go.add_argument("--exchange", type=Path, default=Path("/srv/nbgrader/exchange"))
     go.add_argument("--homes", type=Path, default=Path("/home"))
     go.add_argument("--proxy", default="")
+    go.add_argument("--limits", default="", help="each student's bounds, e.g. memory=4GiB,cpus=2,disk=1GiB "
+                    "(lecture2_hub.limits), or off (a demo on your own machine)")
+    go.add_argument("--extra", default="{}", help=argparse.SUPPRESS)  # the tests' settings (shorter waits)
     for name in ("start", "stop", "status"):
         p = go if name == "start" else sub.add_parser(name, help=f"{name} the hub")
         p.add_argument("--state", type=Path, default=Path.cwd() / ".hub", help="the hub's own folder (default: .hub here)")
+        if name == "stop":
+            p.add_argument("--unmount-exchange", action="store_true", help="also unmount the exchange's file system")
     pw = sub.add_parser("passwords", help="give everyone on a roster without a password one")
     pw.add_argument("roster", type=Path)
     pw.add_argument("--out", type=Path, default=None, help="where the new passwords go (default ROSTER-passwords.csv)")
@@ -342,9 +308,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "start":
             proxy = args.proxy or (str(args.course / PROXY_IN_VENV) if (args.course / PROXY_IN_VENV).exists()
                                    else shutil.which("configurable-http-proxy") or "")
-            return start(args.course, args.roster, args.port, args.exchange, args.homes, args.state, proxy)
+            bounded = args.limits.strip().lower() != "off"
+            bounds = limits.parse(args.limits) if bounded else StudentLimits()
+            return start(args.course, args.roster, args.port, args.exchange, args.homes, args.state, proxy,
+                         demo=args.demo, bounds=bounds, bounded=bounded, public_url=args.url,
+                         extra=json.loads(args.extra))
         if args.command == "stop":
-            return stop(args.state)
+            return stop(args.state, args.unmount_exchange)
         if args.command == "status":
             return status(args.state)
         out = args.out or args.roster.with_name(args.roster.stem + "-passwords.csv")
@@ -352,6 +322,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(names)} new passwords in {out} (only you can read it): hand each out, then delete the file"
               if names else "everyone on the roster has a password already")
         return 0
-    except (HubError, accounts.AccountError, roster.RosterError) as err:
+    except (HubError, accounts.AccountError, roster.RosterError, limits.LimitsError, disks.DiskError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

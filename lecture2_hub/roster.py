@@ -8,9 +8,10 @@ A name is a Unix user name the hub can create (each student's server runs as tha
 digits, - and _, starting with a letter, at most 32 characters. It is also the student's id in nbgrader's
 exchange and in the grader (submitted/<name>/). `role` is `student` (the default) or `instructor`. `password`
 is a PBKDF2 hash, never the password: `python -m lecture2_hub passwords ROSTER` gives every row without one a
-random password, writes the hashes into the roster (the earlier file kept beside it) and the passwords into a
-file only you can read, to hand out. The demo roster (demo_roster.csv) has one password for everyone,
-DEMO_PASSWORD, for a first try on your own machine only.
+random password, writes the hashes into the roster (the earlier file kept beside it, owner-only) and the passwords
+into a file only you can read, to hand out. The demo class (demo_roster.csv, `make hub HUB_DEMO=1`) is for a first
+try on your own machine only: its students share one password, DEMO_PASSWORD, and its instructor gets a new
+random one at each start (`demo`), printed once.
 """
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ import io
 import os
 import re
 import secrets
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,7 +119,7 @@ def set_passwords(path: Path, out: Path) -> list[str]:
     if not new:
         return []
     backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.bak")
-    shutil.copy2(path, backup)
+    write_atomic(backup, path.read_bytes(), OWNER_ONLY)  # the earlier hashes: never readable by others either
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["name", "role", "password"])
@@ -131,3 +131,18 @@ def set_passwords(path: Path, out: Path) -> list[str]:
         for name, password in new.items():
             fh.write(f"{name},{password}\n")
     return list(new)
+
+
+def demo(state: Path) -> tuple[Path, str]:
+    """The demo class's roster for one start, in the hub's own folder (owner-only): the demo students as they are
+    (DEMO_PASSWORD), the instructor with a new random password. (roster path, the instructor's password)."""
+    password = secrets.token_urlsafe(12)
+    rows = []
+    for person in load(DEMO_ROSTER):
+        digest = hash_password(password) if person.role == "instructor" else person.password_hash
+        rows.append([person.name, person.role, digest])
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows([["name", "role", "password"], *rows])
+    path = state / "demo-roster.csv"
+    write_atomic(path, buffer.getvalue(), OWNER_ONLY)
+    return path, password

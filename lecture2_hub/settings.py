@@ -10,6 +10,8 @@ from pathlib import Path
 
 from lecture2_grader.files import OWNER_ONLY, write_atomic
 
+from .limits import StudentLimits
+
 SETTINGS_ENV = "LECTURE2_HUB_SETTINGS"
 # Every process the hub starts (the proxy, each server, their kernels) carries this variable with the state
 # folder as its value: `make hub-stop` finds them by it and stops each by its process id.
@@ -25,6 +27,10 @@ class Settings:
     exchange: str  # nbgrader's exchange root; the course's part is exchange/COURSE_ID
     homes: str  # students' home folders are made here
     port: int  # the public port (the proxy) on 127.0.0.1
+    public_url: str = ""  # where people open the hub; each person's server is on a name of its own below it
+    owner: str = ""  # the Unix user the course folder belongs to: instructors' servers and the course's commands
+    limits: dict = field(default_factory=dict)  # lecture2_hub.limits.StudentLimits, as JSON
+    bounded: bool = True  # students held to `limits` by cgroups (False only with --no-limits)
     hub_port: int = 0  # the hub's own API port, free, picked at start
     proxy_api_port: int = 0
     proxy: str = ""  # the configurable-http-proxy command
@@ -33,7 +39,16 @@ class Settings:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        """The hub's address as people open it (per-user servers on <name>.<its host>)."""
+        return (self.public_url or f"http://localhost:{self.port}").rstrip("/")
+
+    @property
+    def student_limits(self) -> StudentLimits:
+        return StudentLimits.from_json(self.limits)
+
+    @property
+    def inbound(self) -> Path:
+        return Path(self.exchange) / COURSE_ID / "inbound"
 
     @property
     def venv_bin(self) -> Path:

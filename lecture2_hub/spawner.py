@@ -1,10 +1,15 @@
-"""Each person's Jupyter server, started by the hub (which runs as root) as a Unix user:
+"""Each person's Jupyter server, started by the hub (which runs as root) as a Unix user that is not root:
 
-- a student: their own Unix user (made the first time, lecture2_hub.accounts), in their private home, with the
-  course's .venv as the kernel, nbgrader's Assignments tab and the course's Validate button (the grader's own
-  visible checks, lecture2_hub.validate_button), and none of nbgrader's instructor tools;
-- an instructor: the course folder's owner, in the course folder, with nbgrader's formgrader, whose Autograde and
-  Generate Feedback buttons run the course's sandboxed grader (nbgrader_config.py, lecture2_grader.nbgrader_hooks).
+- a student: her own Unix user (made the first time, lecture2_hub.accounts), in her private home (a file system of
+  its own, lecture2_hub.disks), in her cgroup (memory, CPU, processes: lecture2_hub.limits) and inside bubblewrap
+  (her own processes only, her own /tmp, nothing of the machine writable but her home and the exchange's inbound:
+  lecture2_hub.confine); with the course's .venv as the kernel, nbgrader's Assignments tab and the course's Validate
+  button (the grader's own visible checks, lecture2_hub.validate_button), none of nbgrader's instructor tools, at
+  most StudentLimits.kernels kernels, and nothing of her own configuration loaded (the hub's disable_user_config:
+  no server extension or config file of hers in ~/.jupyter or her home runs in her server);
+- an instructor: the course folder's owner (never root: make hub refuses such a course), in the course folder,
+  with nbgrader's formgrader, whose Autograde and Generate Feedback buttons run the course's sandboxed grader
+  (nbgrader_config.py, lecture2_grader.nbgrader_hooks) and whose Collect button the course's collector.
 
 Every process started carries TAG_ENV, by which `make hub-stop` finds whatever outlived the hub.
 """
@@ -15,7 +20,7 @@ from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 
-from . import accounts, roster, settings
+from . import accounts, confine, disks, limits, roster, settings
 
 
 def config_dir(state: Path, role: str) -> Path:
@@ -37,30 +42,52 @@ class CourseSpawner(LocalProcessSpawner):
     @property
     def unix_name(self) -> str:
         if self.role == "instructor":
-            return accounts.owner(Path(self._settings().course)).pw_name
+            return self._settings().owner
         return self.user.name
+
+    def _prepare_student(self) -> None:
+        """(In a thread: useradd, mkfs and mount take a moment.) Her account, her home on its own file system, her
+        cgroup, and the command that confines her server."""
+        s = self._settings()
+        bounds = s.student_limits
+        entry = accounts.ensure_student(self.user.name, Path(s.homes), create_home=not bounds.disk)
+        home = Path(entry.pw_dir)
+        if bounds.disk:
+            made = disks.home(Path(s.state), self.user.name, home, bounds.disk, entry.pw_uid, entry.pw_gid)
+            if made:
+                self.log.info(made)
+        self._cgroup = limits.student_cgroup(Path(s.state), self.user.name, bounds) if s.bounded else None
+        self.notebook_dir = str(home)
+        venv = Path(s.course) / ".venv"
+        self.cmd = confine.command([str(s.venv_bin / "jupyterhub-singleuser")], home=home, writable=[s.inbound],
+                                   readable=[Path(s.course), venv.resolve(), Path(s.exchange),
+                                             Path(s.state) / "config"], limits=bounds)
 
     async def start(self):
         s = self._settings()
+        self._cgroup = None
         if self.role == "student":
-            entry = await asyncio.get_running_loop().run_in_executor(
-                None, accounts.ensure_student, self.user.name, Path(s.homes))
-            self.notebook_dir = entry.pw_dir
+            await asyncio.get_running_loop().run_in_executor(None, self._prepare_student)
             self.popen_kwargs = {}
         else:
+            if accounts.account(self.unix_name) is None or accounts.account(self.unix_name).pw_uid == 0:
+                raise RuntimeError(f"the course's owner {self.unix_name!r} is not an ordinary Unix user: an "
+                                   "instructor's lab never runs as root")
             self.notebook_dir = s.course
             self.popen_kwargs = {"cwd": s.course}  # nbgrader_config.py's course root is the server's folder
-        self.cmd = [str(s.venv_bin / "jupyterhub-singleuser")]
+            self.cmd = [str(s.venv_bin / "jupyterhub-singleuser")]
         return await super().start()
 
     def make_preexec_fn(self, name):
-        return set_user_setuid(self.unix_name, chdir=self.role == "student")
+        become = set_user_setuid(self.unix_name, chdir=self.role == "student")
+        cgroup = self._cgroup
 
-    def get_args(self):
-        args = super().get_args()
-        if accounts.account(self.unix_name).pw_uid == 0:
-            args.append("--allow-root")
-        return args
+        def preexec():  # in the child, as root, before exec: into her cgroup, then her own user
+            if cgroup is not None:
+                cgroup.enter()
+            become()
+
+        return preexec
 
     def user_env(self, env):
         entry = accounts.account(self.unix_name)

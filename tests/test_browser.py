@@ -105,11 +105,12 @@ def lab(tmp_path_factory):
     env = dict(os.environ)
     env.pop("NBGRADER_EXECUTION", None)
     env.update(JUPYTER_CONFIG_DIR=str(root / ".jupyter-config"), JUPYTER_RUNTIME_DIR=str(root / ".jupyter-runtime"),
-               JUPYTER_CONFIG_PATH=str(bundle.write_jupyter_config(root / ".bundle")))  # as the bundle's `make lab`
+               JUPYTER_CONFIG_PATH=str(bundle.write_jupyter_config(root / ".bundle")),  # as the bundle's `make lab`
+               JUPYTER_TOKEN=token)  # in the environment, not on the command line (which every user's `ps` shows)
     log = open(root / "jupyter.log", "w")
     proc = subprocess.Popen(
         [str(BIN / "jupyter"), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root}",
          f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={root / '.lab-workspaces'}",
          *(["--allow-root"] if os.geteuid() == 0 else [])],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import pwd
+import secrets
 import shutil
+import subprocess
+import threading
 import zipfile
 from pathlib import Path
 
@@ -212,3 +217,99 @@ def test_a_notebook_with_large_outputs_is_collected_whole_without_being_held_in_
     assert placed == {"kim": ["01_tensors_dtypes (new [file 'notes-final.ipynb': matched by cells])"]}, (placed, unplaced)
     assert (course / "submitted" / "kim" / "lec02" / NB1).read_bytes() == big
     assert not list((course / "downloaded").glob(".spool-*")), "the spool is removed"
+
+
+# ---- an exchange that students write in: owners, links and times (issue 38)
+
+@pytest.fixture
+def students():
+    """Two Unix users (as the course's hub makes them), removed afterwards; skipped unless root."""
+    if os.geteuid() != 0 or not shutil.which("useradd"):
+        pytest.skip("needs root and useradd: a submission's owner is a Unix user")
+    names = [f"l2c{i}-{secrets.token_hex(3)}" for i in (1, 2)]
+    for name in names:
+        subprocess.run(["useradd", "--no-create-home", name], check=True, capture_output=True)
+    yield [pwd.getpwnam(n) for n in names]
+    for name in names:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+def _submission(inbound: Path, owner, named: str, data: bytes, stamp: str = "2026-03-01 10:00:00.000000 UTC") -> Path:
+    """An nbgrader submission folder as a student (`owner`) leaves it, named for the student `named`."""
+    folder = inbound / f"{named}+lec02+{stamp}+{secrets.token_hex(3)}"
+    folder.mkdir(parents=True)
+    (folder / NB1).write_bytes(data)
+    (folder / "timestamp.txt").write_text(stamp)
+    for path in (folder, folder / NB1, folder / "timestamp.txt"):
+        os.chown(path, owner.pw_uid, owner.pw_gid)
+    return folder
+
+
+def test_an_exchange_submission_counts_only_for_the_student_who_owns_its_folder(course, tmp_path, students):
+    """`nbgrader submit --student bob` from alice's terminal made bob's graded notebook (issue 38): is a folder
+    named for one student but owned by another refused and said, and a file someone else put into a student's
+    folder refused too?"""
+    ana, ben = students
+    inbound = tmp_path / "inbound"
+    _submission(inbound, ana, ana.pw_name, _nb(NB1, "ana's"))
+    forged = _submission(inbound, ana, ben.pw_name, _nb(NB1, "forged"))
+    planted = _submission(inbound, ben, ben.pw_name, _nb(NB1, "ben's"))
+    os.chown(planted, ana.pw_uid, ana.pw_gid)  # ben's file inside a folder of ana's: whose is it?
+    placed, unplaced = collect(course, [inbound])
+    assert _placed(course, ana.pw_name)[NB1] == _nb(NB1, "ana's")
+    assert ben.pw_name not in placed and not (course / "submitted" / ben.pw_name).exists(), placed
+    said = "\n".join(unplaced)
+    assert f"{forged.name}/{NB1} (student {ben.pw_name}): its folder belongs to {ana.pw_name}, not to {ben.pw_name}" in said
+    assert f"{planted.name}/{NB1} (student {ben.pw_name}): its folder belongs to several users" in said, said
+
+
+def test_a_students_time_is_the_systems_and_the_time_she_wrote_is_only_shown(course, tmp_path, students):
+    """A timestamp.txt of 2099 went into grades.csv (issue 38): is a student's submission dated by the system's
+    change time, with what she wrote shown beside it and kept in the record, never used?"""
+    ana = students[0]
+    inbound = tmp_path / "inbound"
+    before = dt.datetime.now(dt.timezone.utc)
+    _submission(inbound, ana, ana.pw_name, _nb(NB1), stamp="2099-01-01 00:00:00.000000 UTC")
+    placed, _ = collect(course, [inbound])
+    assert "its timestamp.txt says 2099-01-01" in placed[ana.pw_name][0] and "(not used)" in placed[ana.pw_name][0]
+    record = intake.records(course, ana.pw_name)[-1]
+    assert abs(dt.datetime.fromisoformat(record["submitted_at"]) - before) < dt.timedelta(minutes=1), record
+    assert record["claimed_at"].startswith("2099") and "set by the system" in record["time_source"]
+
+
+def test_a_link_in_the_inbound_is_never_followed_even_when_swapped_in_while_collecting(course, tmp_path, students):
+    """A student who flipped her entry between her file and a link to solutions/ won on the third collect (issue 38):
+    with the entry swapped back and forth all the while, does a collect ever read what the link points to?"""
+    ana = students[0]
+    secret = tmp_path / "solutions.ipynb"
+    secret.write_bytes(_nb(NB1, "THE MODEL ANSWER"))
+    inbound = tmp_path / "inbound"
+    folder = _submission(inbound, ana, ana.pw_name, _nb(NB1, "hers"))
+    link = folder / "link.tmp"
+    plain = folder / "plain.tmp"
+    plain.write_bytes(_nb(NB1, "hers"))
+    os.chown(plain, ana.pw_uid, ana.pw_gid)
+    stop = threading.Event()
+
+    def flip():  # as the student, as fast as she can: her file, a link, her file, ...
+        while not stop.is_set():
+            link.symlink_to(secret)
+            os.lchown(link, ana.pw_uid, ana.pw_gid)
+            os.rename(link, folder / NB1)
+            os.link(plain, folder / "back.tmp")
+            os.rename(folder / "back.tmp", folder / NB1)
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    try:
+        notes = []
+        for _ in range(25):
+            _, unplaced = collect(course, [inbound])
+            notes += unplaced
+    finally:
+        stop.set()
+        flipper.join()
+    history = b"".join(p.read_bytes() for p in (course / "submitted").rglob("*.ipynb"))
+    assert b"THE MODEL ANSWER" not in history
+    assert b"hers" in history  # her own file was collected between the swaps
+    assert any("a link, not followed" in n or "changed while it was read" in n for n in notes), notes[:5]

@@ -1,21 +1,28 @@
-"""The course's hub without a browser (`make hub`, lecture2_hub): the roster and its passwords, every refusal said
-in one message with nothing left running (a bad roster, an account the hub must not take, a port in use, a hub
-that does not come up), the course folder made private but for what students' kernels need, the Validate
-button's reply, and `make feedback` for a student who did not hand in through the exchange.
+"""The course's hub without a browser (`make hub`, lecture2_hub): the roster and its passwords, the demo switch,
+every refusal said in one message with nothing left running (no class named, a bad roster, an account the hub
+must not take, a course owned by root, a port in use, a hub that does not come up), the exchange laid out and
+checked, the course folder made private but for what students' kernels need, the servers' configs, the log-in
+throttle, students' limits as written, the Validate button's reply, `make feedback`, idle servers stopped and an
+immediate restart.
 
-The class end to end in Chromium: tests/test_hub_browser.py."""
+The class end to end in Chromium: tests/test_hub_browser.py; every attack of a hostile class:
+tests/test_hub_attacks.py."""
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import shutil
 import socket
 import stat
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
+import hubs
 from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, nbgrader_env
 from lecture2_grader import release_feedback
 from lecture2_hub import accounts, control, roster, validate_button
@@ -37,12 +44,22 @@ def shared_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def test_the_demo_roster_logs_in_with_its_password_and_nothing_else():
+def test_the_demo_class_needs_its_switch_and_its_instructor_gets_a_new_password(tmp_path):
     people = roster.load(roster.DEMO_ROSTER)
     assert [(p.name, p.role) for p in people] == [("teacher", "instructor"), ("alice", "student"), ("bob", "student")]
-    assert all(roster.check_password(roster.DEMO_PASSWORD, p.password_hash) for p in people)
-    assert not roster.check_password("lecture2-demo ", people[1].password_hash)
+    assert [p.password_hash for p in people if p.role == "instructor"] == [""]  # no public password for the instructor
+    assert all(roster.check_password(roster.DEMO_PASSWORD, p.password_hash) for p in people if p.role == "student")
     assert not roster.check_password(roster.DEMO_PASSWORD, "pbkdf2_sha256$x$zz$00")  # a malformed hash: no
+    path, password = roster.demo(tmp_path)
+    (tmp_path / "b").mkdir()
+    again = roster.demo(tmp_path / "b")[1]
+    teacher = next(p for p in roster.load(path) if p.role == "instructor")
+    assert roster.check_password(password, teacher.password_hash) and password != again
+    assert not roster.check_password(roster.DEMO_PASSWORD, teacher.password_hash)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    proc = _hub("start", "--state", str(tmp_path / "state"))  # neither a roster nor the demo switch
+    assert proc.returncode == 2 and "HUB_ROSTER=roster.csv" in proc.stderr and "HUB_DEMO=1" in proc.stderr, proc.stderr
+    assert not (tmp_path / "state").exists()
 
 
 def test_a_bad_roster_is_refused_row_by_row_before_anything_starts(tmp_path):
@@ -81,6 +98,7 @@ def test_passwords_gives_each_their_own_and_keeps_the_earlier_roster(tmp_path):
     assert given["teacher"] != given["li-na"]
     backups = list(tmp_path.glob("roster.csv.*.bak"))
     assert len(backups) == 1 and "li-na,student," in backups[0].read_text(encoding="utf-8")
+    assert stat.S_IMODE(backups[0].stat().st_mode) == 0o600  # the earlier hashes: nobody else's to read
     assert roster.set_passwords(path, out) == []  # nobody without one: nothing rewritten
 
 
@@ -155,30 +173,48 @@ def test_feedback_for_a_student_not_on_the_exchange_goes_back_through_the_lms(tm
     assert status == 2 and "make grade" in lines[0]
 
 
-def _scratch_course(base: Path) -> Path:
+def _scratch_course(base: Path, owner: str) -> Path:
     course = base / "course"
     (course / "notebooks" / ASSIGNMENT).mkdir(parents=True)
     shutil.copy(RELEASE / NAME, course / "notebooks" / ASSIGNMENT)
     shutil.copy(ROOT / "nbgrader_config.py", course)
     (course / ".venv").symlink_to(ROOT / ".venv")
+    subprocess.run(["chown", "-R", "--no-dereference", f"{owner}:", str(course)], check=True)
     return course
 
 
-@pytest.mark.slow
-def test_a_port_in_use_or_a_hub_that_does_not_come_up_leaves_nothing_running(shared_dir):
-    """As root, with the proxy installed (otherwise skipped, or failed under LECTURE2_BROWSER_REQUIRED)."""
-    from test_browser import _unavailable
+@pytest.fixture
+def owner_account():
+    """An ordinary Unix user to own a scratch course (the hub refuses a course of root's)."""
+    name = f"l2own-{secrets.token_hex(3)}"
+    yield hubs.make_account(name).pw_name
+    hubs.remove_account(name)
 
-    if os.geteuid() != 0:
-        _unavailable("the hub starts as root")
-    problem = accounts.interpreter_problem(ROOT / ".venv")
-    if problem:
-        _unavailable(problem)
-    course, state = _scratch_course(shared_dir), shared_dir / "course" / ".hub"
+
+def _needs_a_hub() -> None:
+    why = hubs.unavailable_reason()
+    if why:
+        from test_browser import _unavailable
+
+        _unavailable(why)
+
+
+@pytest.mark.slow
+def test_a_root_course_a_port_in_use_or_a_hub_that_does_not_come_up_leave_nothing_running(shared_dir, owner_account):
+    """As root, with the proxy installed (otherwise skipped, or failed under LECTURE2_BROWSER_REQUIRED)."""
+    _needs_a_hub()
+    course, state = _scratch_course(shared_dir, owner_account), shared_dir / "course" / ".hub"
     teacher = shared_dir / "roster.csv"
     teacher.write_text(f"prof-x,instructor,{roster.hash_password('pw-prof-x', 1000)}\n", encoding="utf-8")
-    common = ["--course", str(course), "--roster", str(teacher), "--state", str(state),
+    common = ["--roster", str(teacher), "--state", str(state), "--limits", "off",
               "--exchange", str(shared_dir / "exchange"), "--homes", str(shared_dir / "homes")]
+    os.chown(course, 0, 0)  # a course of root's: the instructors' labs would be root
+    proc = _hub("start", "--course", str(course), *common)
+    assert proc.returncode == 2 and "belongs to root" in proc.stderr and f"chown -R lecture2: {course}" in proc.stderr, \
+        proc.stderr
+    assert not state.exists()
+    subprocess.run(["chown", f"{owner_account}:", str(course)], check=True)
+    common = ["--course", str(course), *common]
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -196,3 +232,156 @@ def test_a_port_in_use_or_a_hub_that_does_not_come_up_leaves_nothing_running(sha
     assert not control.tagged_processes(state)
     assert "no hub of this course is running" in _hub("stop", "--state", str(state)).stdout
     assert _hub("status", "--state", str(state)).returncode == 3
+
+
+@pytest.mark.slow
+def test_an_idle_server_is_stopped_and_a_stopped_hub_starts_again_at_once():
+    """Does jupyterhub-idle-culler stop a server nobody uses, and does `make hub` start again on the same port right
+    after `make hub-stop` (its sockets in TIME_WAIT)?"""
+    _needs_a_hub()
+    hub = hubs.start_hub({"prof-i": "instructor", f"ida-{secrets.token_hex(2)}": "student"},
+                         limits="idle=8,disk=32MiB,exchange=32MiB")
+    try:
+        ida = next(n for n, r in hub.people.items() if r == "student")
+        token = hub.token(ida)
+        hub.start_server(ida, token)
+        assert hub.answers(ida, token)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status, text = hubs.request(f"{hub.url}/hub/api/users/{ida}", token=token)
+            if not json.loads(text).get("servers"):
+                break
+            time.sleep(1)
+        else:
+            raise AssertionError("the idle server was not stopped:\n" + hub.log_tail())
+        assert "idle-culler" in hub.log_tail(400)
+        assert hub.cli("stop", "--state", str(hub.state)).returncode == 0
+        again = hub.cli("start", *hub.start_args())
+        assert again.returncode == 0 and hub.url in again.stdout, again.stdout + again.stderr
+    finally:
+        stopped = hubs.stop_hub(hub)
+    assert stopped.returncode == 0 and not control.tagged_processes(hub.state)
+
+
+# ---- the parts, one by one (no hub started)
+
+@pytest.fixture
+def two_students():
+    """Two Unix users as the hub makes them (the roster's names), removed afterwards."""
+    names = [f"l2st{i}-{secrets.token_hex(3)}" for i in (1, 2)]
+    entries = [accounts.ensure_student(n, Path(tempfile.gettempdir()), create_home=False) for n in names]
+    yield entries
+    for name in names:
+        hubs.remove_account(name)
+
+
+def test_the_exchange_is_laid_out_and_a_planted_part_stops_the_hub(shared_dir, owner_account, two_students):
+    """Does `make hub` lay the exchange out so that no student can replace a part of it (root's 0755, the course's
+    owner's parts, inbound sticky), take parts back from root, close 0777 submissions, and refuse a part that is a
+    link or belongs to someone else?"""
+    from lecture2_hub import exchange
+
+    owner = accounts.account(owner_account)
+    root = shared_dir / "exchange"
+    root.mkdir(mode=0o777)
+    os.chmod(root, 0o777)  # as nbgrader's release leaves it
+    (root / "lecture2" / "outbound" / "lec02").mkdir(parents=True)  # released as root by an earlier hub
+    (root / "lecture2" / "inbound" / "old+lec02+t").mkdir(parents=True)
+    os.chmod(root / "lecture2" / "inbound" / "old+lec02+t", 0o777)
+    lines = exchange.prepare(root, owner)
+    mode = lambda p: (stat.S_IMODE(p.stat().st_mode), p.stat().st_uid)  # noqa: E731
+    assert mode(root) == (0o755, 0)
+    for part, want in (("", 0o755), ("outbound", 0o755), ("inbound", 0o1733), ("feedback", 0o711)):
+        assert mode(root / "lecture2" / part) == (want, owner.pw_uid), part
+    assert (root / "lecture2" / "outbound" / "lec02").stat().st_uid == owner.pw_uid
+    assert stat.S_IMODE((root / "lecture2" / "inbound" / "old+lec02+t").stat().st_mode) == 0o755
+    assert any("mode 777 -> 755" in line for line in lines) and any("no longer writable" in line for line in lines)
+    assert exchange.prepare(root, owner) == []  # laid out: nothing to say
+
+    feedback = root / "lecture2" / "feedback"
+    os.rename(feedback, shared_dir / "moved")
+    feedback.symlink_to(shared_dir / "moved")  # a link planted where a part was
+    with pytest.raises(exchange.ExchangeProblem, match=r"feedback is a link.*mv .*suspect"):
+        exchange.prepare(root, owner)
+    feedback.unlink()
+    feedback.mkdir()
+    os.chown(feedback, two_students[0].pw_uid, two_students[0].pw_gid)  # a student's own folder in its place
+    with pytest.raises(exchange.ExchangeProblem, match=rf"belongs to {two_students[0].pw_name}, not to the course"):
+        exchange.prepare(root, owner)
+    os.chown(feedback, 0, 0)
+    os.chown(root, two_students[1].pw_uid, 0)
+    with pytest.raises(exchange.ExchangeProblem, match="not root"):
+        exchange.prepare(root, owner)
+
+
+def test_the_servers_configs_keep_student_code_out_of_the_instructors_lab(shared_dir):
+    """The instructor's server has no nbgrader Validate (server extension and button); a student's has the course's
+    Validate, no formgrader, at most `kernels` kernels; both use the course's exchange classes."""
+    from lecture2_hub import configs, exchange, limits
+
+    configs.write(shared_dir, shared_dir / "exchange", limits.parse("kernels=2"))
+    read = lambda role, name: json.loads((shared_dir / "config" / role / name).read_text())  # noqa: E731
+    teacher = read("instructor", "jupyter_server_config.json")["ServerApp"]["jpserver_extensions"]
+    assert teacher["nbgrader.server_extensions.validate_assignment"] is False
+    assert "lecture2_hub.validate_button" not in teacher and teacher["nbgrader.server_extensions.formgrader"] is True
+    assert read("instructor", "labconfig/page_config.json")["disabledExtensions"] == {
+        "@jupyter/nbgrader:validate-assignment": True}
+    student = read("student", "jupyter_server_config.json")
+    assert student["ServerApp"]["jpserver_extensions"]["lecture2_hub.validate_button"] is True
+    assert student["ServerApp"]["jpserver_extensions"]["nbgrader.server_extensions.formgrader"] is False
+    assert student["CappedKernelManager"] == {"max_kernels": 2}
+    for role in ("student", "instructor"):
+        text = (shared_dir / "config" / role / "nbgrader_config.py").read_text()
+        assert 'c.ExchangeFactory.collect = "lecture2_hub.exchange.Collect"' in text
+        assert stat.S_IMODE((shared_dir / "config" / role / "nbgrader_config.py").stat().st_mode) == 0o644
+    assert release_feedback.EXCHANGE_CLASSES.items() <= exchange.FACTORY.items()
+
+
+def test_failed_log_ins_make_each_next_try_wait_longer():
+    from lecture2_hub.authenticator import Throttle
+
+    throttle = Throttle(free=5, lockout=30, max_lockout=900, window=3600)
+    for i in range(5):
+        assert throttle.wait("name:ben", now=100 + i) == 0
+        throttle.failed("name:ben", now=100 + i)
+    assert throttle.wait("name:ben", now=105) == pytest.approx(29)  # 30 s after the fifth failure
+    throttle.failed("name:ben", now=135)
+    assert throttle.wait("name:ben", now=135) == pytest.approx(60)  # doubled
+    for i in range(20):
+        throttle.failed("name:ben", now=200 + i)
+    assert throttle.wait("name:ben", now=220) == pytest.approx(899)  # at most max_lockout
+    assert throttle.wait("name:ben", now=219 + 3600 + 1) == 0  # failures older than the window are forgotten
+    assert throttle.wait("name:ana", now=220) == 0  # one name's failures are its own
+    throttle.forget("name:ben")
+    assert throttle.wait("name:ben", now=221) == 0
+
+
+def test_limits_are_read_with_their_units_and_refused_with_what_a_part_must_be():
+    from lecture2_hub import limits
+
+    got = limits.parse("memory=4GiB, cpus=1.5,processes=512,disk=0,tmp=256MiB,kernels=2,idle=600,exchange=20GB")
+    assert (got.memory, got.cpus, got.processes, got.disk, got.tmp, got.kernels, got.idle, got.exchange) == (
+        4 * 2**30, 1.5, 512, 0, 256 * 2**20, 2, 600, 20 * 10**9)
+    assert limits.StudentLimits.from_json(got.to_json()) == got
+    for bad, says in (("memory=lots", "a size is a number and a unit"), ("ram=1GiB", "NAME one of"),
+                      ("cpus=0", "must be above 0"), ("processes=ten", "whole number"), ("memory", "NAME=VALUE"),
+                      ("memory=100MiB", "at least memory=256MiB"), ("disk=1MiB", "at least 16MiB")):
+        with pytest.raises(limits.LimitsError, match=says):
+            limits.parse(bad)
+
+
+def test_the_port_check_lets_a_hub_start_again_right_after_it_stopped():
+    """A connection the proxy closed leaves its port in TIME_WAIT for a minute: that is no program using it."""
+    from lecture2_hub import preflight
+
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as node (the proxy) sets it on its sockets
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server's side closes first: its end goes to TIME_WAIT
+        client.close()
+        assert not preflight.port_free(port)  # still listening
+    assert preflight.port_free(port)

@@ -7,7 +7,9 @@ checks), and submit; ben submits again after the due date. The instructor collec
 (`make grade`), sees both in the formgrader on the hub, and releases the feedback (`make feedback`). Each student
 fetches feedback and sees their own score, ben the hint for his mistake, neither anything of the other. Each
 student's server runs as their own Unix user: neither reads the other's home, the exchange's inbound or the
-course's solutions and gradebook. A screenshot per step goes to .artefacts/screenshots/hub_*.png.
+course's solutions and gradebook. Each person's lab is on a name of its own (<name>.localhost); the course
+belongs to an ordinary account, as whom the instructor's lab and commands run. A screenshot per step goes to
+.artefacts/screenshots/hub_*.png.
 
 Runs as root (the hub creates the students' Unix users and removes nothing of them: the test does, at the end).
 Markers browser and slow; skipped where root, Chromium, Playwright, configurable-http-proxy or a Python that other
@@ -16,27 +18,25 @@ users can run is missing, unless LECTURE2_BROWSER_REQUIRED is set (CI): then it 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 import secrets
-import shutil
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
 import submissions as sub
-from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, SOLUTIONS, nbgrader_env
+from conftest import ASSIGNMENT, BIN
+from hubs import owner_env, run_as, start_hub, stop_hub, unavailable_reason
 from planted.nb01 import MISTAKES
-from test_browser import CHROMIUM_ARGS, SCREENSHOTS, _chromium, _free_port, _unavailable
+from test_browser import CHROMIUM_ARGS, SCREENSHOTS, _chromium, _unavailable
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 NAME = "01_tensors_dtypes.ipynb"
 GRADE_ID = "ex01_tensor_bytes"
 BITS = next(m for m in MISTAKES if m.grade_id == GRADE_ID and m.name == "bits instead of bytes")
 TIMES: dict[str, float] = {}
+LIMITS = "disk=128MiB,exchange=128MiB,idle=0"  # each student's home and the exchange: file systems of their own
 
 
 def _answer(source: str) -> str:
@@ -55,34 +55,23 @@ def _timed(step: str):
     return _T()
 
 
-def _run(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(BIN / "python"), *args], cwd=cwd, env=nbgrader_env(), capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
+def _run_as_owner(hub, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """A course command (python -m ...) as the course's owner, in the course folder: never as root."""
+    proc = run_as(hub.owner, str(BIN / "python"), *args, cwd=hub.course, env=owner_env(hub.owner))
     if check and proc.returncode != 0:
         pytest.fail(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
 def _preconditions() -> str:
-    if os.geteuid() != 0:
-        _unavailable("the hub test runs as root (the hub makes each student's Unix user)")
+    why = unavailable_reason()
+    if why:
+        _unavailable(why)
     try:
         import playwright  # noqa: F401
     except ImportError:
         _unavailable("the playwright package is not installed (pip install -e '.[test]')")
-    chromium = _chromium()
-    from lecture2_hub import accounts, control
-
-    proxy = ROOT / control.PROXY_IN_VENV
-    if not proxy.exists():
-        _unavailable(f"configurable-http-proxy is not installed at {proxy} (make hub-proxy: npm, Node from Debian)")
-    # the hub's course is a folder of its own, and students' kernels import lecture2 from this checkout
-    problem = accounts.interpreter_problem(ROOT / ".venv") or accounts.package_problem(ROOT / ".venv")
-    if problem:
-        _unavailable(problem)
-    if not shutil.which("useradd"):
-        _unavailable("useradd is missing (Debian's passwd package)")
-    return chromium
+    return _chromium()
 
 
 def _shot(pg, name: str) -> None:
@@ -218,42 +207,23 @@ def _as_user(name: str, *argv: str) -> subprocess.CompletedProcess:
                           text=True, cwd="/", env={"PATH": "/usr/bin:/bin", "HOME": entry.pw_dir})
 
 
-def test_a_class_on_the_hub_end_to_end(tmp_path):
+def test_a_class_on_the_hub_end_to_end():
     chromium = _preconditions()
     from playwright import sync_api
 
-    from lecture2_hub import roster
-
     tag = secrets.token_hex(3)
     ana, ben, prof = f"ana-{tag}", f"ben-{tag}", f"prof-{tag}"
-    passwords = {n: secrets.token_urlsafe(12) for n in (ana, ben, prof)}
-    base_dir = Path(tempfile.mkdtemp(prefix="lecture2-hub-"))  # not under pytest's tmp (mode 0700): students reach it
-    os.chmod(base_dir, 0o755)
-    course, exchange, homes, state = (base_dir / "course", base_dir / "exchange", base_dir / "homes",
-                                      base_dir / "course" / ".hub")
-    for kind, folder in (("solutions", SOLUTIONS), ("notebooks", RELEASE)):
-        (course / kind / ASSIGNMENT).mkdir(parents=True)
-        shutil.copy(folder / NAME, course / kind / ASSIGNMENT)
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    (course / ".venv").symlink_to(ROOT / ".venv")
-    roster_file = base_dir / "roster.csv"
-    roster_file.write_text("name,role,password\n" + "".join(
-        f"{n},{'instructor' if n == prof else 'student'},{roster.hash_password(passwords[n], 20_000)}\n"
-        for n in (prof, ana, ben)), encoding="utf-8")
-    port = _free_port()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for old in SCREENSHOTS.glob("hub_*"):  # this run's steps only, no failure of an earlier run
         old.unlink()
-    log = state / "jupyterhub.log"
-    hub = ["-m", "lecture2_hub", "start", "--course", str(course), "--roster", str(roster_file), "--port", str(port),
-           "--exchange", str(exchange), "--homes", str(homes), "--state", str(state)]
+    with _timed("hub start"):
+        hub = start_hub({prof: "instructor", ana: "student", ben: "student"}, limits=LIMITS)
+    course, exchange, homes, passwords = hub.course, hub.exchange, hub.homes, hub.passwords
+    log = hub.state / "jupyterhub.log"
     try:
-        with _timed("hub start"):
-            started = _run(*hub, cwd=ROOT)
-        assert f"http://127.0.0.1:{port}" in started.stdout, started.stdout
-        twice = _run(*hub, cwd=ROOT, check=False)  # a second start: a clear refusal, the first hub untouched
+        twice = hub.cli("start", *hub.start_args())  # a second start: a clear refusal, the first hub untouched
         assert twice.returncode == 2 and "already running" in twice.stderr, twice.stdout + twice.stderr
-        base = f"http://127.0.0.1:{port}"
+        base = hub.url
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
             try:
@@ -265,8 +235,9 @@ def test_a_class_on_the_hub_end_to_end(tmp_path):
                 ana_pg, ben_pg, teacher = (_login(browser, base, n, passwords[n]) for n in (ana, ben, prof))
                 right = _answer(sub.reference_answers(NAME)[GRADE_ID])
                 ana_report, ben_report = _students_hand_in([(ana_pg, ana, right), (ben_pg, ben, _answer(BITS.source))], log)
-                formgrader = ana_pg.request.get(f"{base}/user/{ana}/formgrader/api/status")
-                assert formgrader.status == 404, "a student's server answers the formgrader"
+                assert ana_pg.url.startswith(f"http://{ana}.localhost:{hub.port}/user/{ana}/"), ana_pg.url  # her origin
+                formgrader = ana_pg.evaluate(f"fetch('/user/{ana}/formgrader/api/status').then(r => r.status)")
+                assert formgrader == 404, "a student's server answers the formgrader"
                 assert "✅ tensor_bytes" in ana_report and BITS.expect not in ana_report, ana_report
                 assert BITS.expect in ben_report, ben_report  # Validate gave the hint before the deadline
 
@@ -290,15 +261,15 @@ def test_a_class_on_the_hub_end_to_end(tmp_path):
                     mine = _as_user(who, "ls", str(homes / who / ASSIGNMENT))
                     assert mine.returncode == 0 and NAME in mine.stdout, mine.stderr
 
-                # the instructor's term: collect, grade notebook 01, look in the formgrader, release feedback
+                # the instructor's term, as the course's owner: collect, grade notebook 01, the formgrader, feedback
                 with _timed("collect -> grade (2 students, notebook 01)"):
-                    collected = _run("-m", "lecture2_grader.collect", str(inbound), cwd=course)
-                    graded = _run("-m", "lecture2_grader", "--notebook", "01", "--jobs", "2", cwd=course)
+                    collected = _run_as_owner(hub, "-m", "lecture2_grader.collect", str(inbound))
+                    graded = _run_as_owner(hub, "-m", "lecture2_grader", "--notebook", "01", "--jobs", "2")
                 with _timed("feedback: make feedback for ben, the formgrader's release button for ana"):
-                    released = _run("-m", "lecture2_grader.release_feedback", "--exchange", str(exchange),
-                                    "--student", ben, cwd=course)
+                    released = _run_as_owner(hub, "-m", "lecture2_grader.release_feedback", "--exchange", str(exchange),
+                                             "--student", ben)
                     _wait_for_lab(teacher, prof, log)
-                    teacher.goto(f"{base}/user/{prof}/formgrader/manage_submissions/{ASSIGNMENT}", timeout=60_000)
+                    teacher.goto(f"{hub.server(prof)}/formgrader/manage_submissions/{ASSIGNMENT}", timeout=60_000)
                     rows = {n: teacher.locator("#main-table tr", has=teacher.locator("td.student-id", has_text=n))
                             for n in (ana, ben)}
                     for student, score in ((ana, "2 / 7"), (ben, "0 / 7")):
@@ -334,11 +305,8 @@ def test_a_class_on_the_hub_end_to_end(tmp_path):
             assert other not in page, f"{me}'s feedback shows {other}"
         assert re.search(r"\b2\s*/\s*7\b", ana_page) and re.search(r"\b0\s*/\s*7\b", ben_page), (ana_page[:500], ben_page[:500])
     finally:
-        stopped = _run("-m", "lecture2_hub", "stop", "--state", str(state), cwd=ROOT, check=False)
-        for name in (ana, ben):
-            subprocess.run(["userdel", "--remove", name], capture_output=True)
-        shutil.rmtree(base_dir, ignore_errors=True)
+        stopped = stop_hub(hub)
         print("[hub timing]", {k: round(v, 1) for k, v in TIMES.items()})
     from lecture2_hub import control
 
-    assert stopped.returncode == 0 and not control.tagged_processes(state), stopped.stdout + stopped.stderr
+    assert stopped.returncode == 0 and not control.tagged_processes(hub.state), stopped.stdout + stopped.stderr

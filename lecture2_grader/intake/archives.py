@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..text import terminal
-from .names import EXCHANGE_DIR
-from .term import UTC, parse_time
+from .folders import read_folder
+from .term import UTC
 
 MAX_ENTRY = 4 * 2**30  # bytes of one file taken from an archive (submission.MAX_FILE: a notebook's outputs count)
 IN_MEMORY = 16 * 2**20  # a larger file is spooled to disk while collecting, never held whole in memory
@@ -47,6 +47,8 @@ class Received:
     lms: str = ""  # "canvas", "moodle", "exchange" or "" (a plain name)
     lms_id: str = ""  # the LMS's number for the student (Canvas user id, Moodle participant id)
     secret: str = ""  # nbgrader exchange's submission_secret.txt (what `nbgrader release_feedback` needs)
+    owner: str = ""  # a student's file (folders.py): the Unix user its folders and it belong to ("" the collector's)
+    claimed_at: dt.datetime | None = None  # the time a student's own timestamp.txt states: shown, never used
 
 
 def _entry_name(info: zipfile.ZipInfo) -> str:
@@ -90,7 +92,7 @@ def read_source(path: Path, tz: dt.tzinfo, spool: Path | None = None) -> tuple[l
     could not be read at all."""
     name = path.name
     if path.is_dir():
-        return _read_folder(path, tz), []
+        return read_folder(path, tz, spool, MAX_ENTRY, IN_MEMORY, Received)
     try:
         with zipfile.ZipFile(path) as zf:
             return _read_zip(zf, name, tz, [], spool=spool)
@@ -162,30 +164,3 @@ def _take(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, spool: Path | 
                     break
                 out.write(chunk)
     return Path(name) if size <= limit else None
-
-
-def _read_folder(root: Path, tz: dt.tzinfo) -> list[Received]:
-    """A folder as an archive: nbgrader's exchange inbound (<student>+lec02+<time>/...) or student folders."""
-    found = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
-        parts = list(path.relative_to(root).parts)
-        size = path.stat().st_size
-        if path.name in ("timestamp.txt", "submission_secret.txt") or size > MAX_ENTRY:
-            continue
-        at = dt.datetime.fromtimestamp(path.stat().st_mtime, UTC)
-        item = Received(f"{root.name}: {'/'.join(parts)}", path.read_bytes() if size <= IN_MEMORY else path, at=at,
-                        time_source="file time", parts=parts)
-        for i, part in enumerate(parts[:-1]):
-            m = EXCHANGE_DIR.match(part)
-            stamp_file = root.joinpath(*parts[:i + 1], "timestamp.txt")
-            if m and stamp_file.is_file():
-                try:
-                    item.at = parse_time(stamp_file.read_text("utf-8", "replace")[:100])
-                    item.time_source = "nbgrader exchange timestamp.txt"
-                except SystemExit:
-                    pass
-                secret = stamp_file.with_name("submission_secret.txt")
-                if secret.is_file() and secret.stat().st_size < 4096:
-                    item.secret = secret.read_text("ascii", "replace").strip()
-        found.append(item)
-    return found

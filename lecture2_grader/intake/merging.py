@@ -21,6 +21,8 @@ from .archives import Received
 from .history import history_dir, record_time, records, stamp_time
 from .term import UTC, Term, iso, stamp
 
+CLAIM_SHOWN_S = 120  # a student's timestamp.txt that differs from the system's time by more is said on the line
+
 
 def _sha_of(data: bytes | Path) -> str:
     """SHA-256 (hex) of a copy: its bytes, or the file it was spooled to (or the one in submitted/)."""
@@ -79,10 +81,16 @@ def merge(course: Path, student: str, items: list[Received], term: Term, collect
                       "lms": item.lms, "lms_id": item.lms_id,
                       "lms_late": item.lms_late, "late_seconds": late_s, "collected_at": iso(collected),
                       "kept": _keep(course, student, notebook, item.data, at), "current": False}
+            claimed = ""
+            if item.claimed_at is not None:  # what the student's own timestamp.txt says: shown, never used
+                record["claimed_at"] = iso(item.claimed_at)
+                if abs((item.claimed_at - at).total_seconds()) > CLAIM_SHOWN_S:
+                    claimed = f", its timestamp.txt says {iso(item.claimed_at)} (not used)"
             attempt = 1 + sum(r.get("notebook") == notebook for r in recs)
             record["attempt"] = attempt
             newer = current is None or record_time(current) is None or at >= record_time(current)
-            late = (f", late {late_s / 3600:.1f} h" if late_s else "") + (", marked late by the LMS" if item.lms_late else "")
+            late = ((f", late {late_s / 3600:.1f} h" if late_s else "") + (", marked late by the LMS" if item.lms_late else "")
+                    + claimed)
             how = "" if item.matched_by == "name" else f" [file {item.file_name!r}: matched by {item.matched_by}]"
             if newer:
                 write_atomic(current_path, item.data)

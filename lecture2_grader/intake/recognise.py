@@ -74,6 +74,10 @@ def attribute(item: Received, released: dict[str, set[str]]) -> Received:
                         "<student>__<notebook>.ipynb, or a hand-in zip made with STUDENT=...)")
         return item
     item.student = student
+    if item.owner and item.owner != student:  # a student's folder (folders.py): hers, or nobody's submission
+        item.why_not = (f"its folder belongs to {item.owner}, not to {student}: not collected (a submission is "
+                        "taken only from the student who owns its folder)")
+        return item
     item.notebook, item.matched_by, item.why_not, item.order = match_notebook(file_name, item.data, released)
     return item
 

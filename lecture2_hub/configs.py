@@ -1,0 +1,89 @@
+"""What `make hub` writes for the servers it starts, and the release it puts into the exchange.
+
+    write(state, exchange, limits)   the Jupyter config folder of each role's servers (.hub/config/<role>/)
+    release(course, exchange, owner) notebooks/lec02 into the exchange, as the course's owner
+
+A student's server: the Assignments tab (fetch, submit, fetch feedback) and the course's Validate button; no
+formgrader, course list or create-assignment; at most `limits.kernels` kernels. An instructor's server: the
+formgrader (its Collect through the course's collector), the Assignments tab; not nbgrader's Validate, which
+would run a student's notebook as the course's owner outside any sandbox. Both use the exchange classes of
+lecture2_hub.exchange. Students cannot change these files, and their own Jupyter configuration is never read.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import subprocess
+from pathlib import Path
+
+from lecture2_grader.files import write_atomic
+
+from . import exchange as exchange_classes
+from . import settings
+from .limits import StudentLimits
+from .spawner import config_dir
+
+ASSIGNMENT = "lec02"
+NBGRADER_EXTENSIONS = ("formgrader", "validate_assignment", "assignment_list", "course_list")
+# The class's labs ask nobody about Jupyter's news or updates (their defaults; each person can change them).
+LAB_DEFAULTS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+ROLES = {  # role -> (nbgrader's server extensions on, nbgrader's lab plugins off)
+    "student": ({"assignment_list"}, ["formgrader", "course-list", "create-assignment"]),
+    "instructor": ({"formgrader", "assignment_list", "course_list"}, ["validate-assignment"]),
+}
+
+
+class ReleaseError(RuntimeError):
+    pass
+
+
+def _write(path: Path, text: str) -> None:
+    write_atomic(path, text, 0o644)  # read by every student's server
+    os.chmod(path, 0o644)
+
+
+def write(state: Path, exchange: Path, limits: StudentLimits) -> None:
+    """The Jupyter config folders of students' and instructors' servers (readable by students, written by root)."""
+    nbgrader = (f'c = get_config()  # noqa: F821\nc.Exchange.root = {str(exchange)!r}\n'
+                f'c.CourseDirectory.course_id = {settings.COURSE_ID!r}\n' + exchange_classes.factory_config())
+    for role, (on, off) in ROLES.items():
+        folder = config_dir(state, role)
+        extensions = {f"nbgrader.server_extensions.{n}": n in on for n in NBGRADER_EXTENSIONS}
+        server: dict = {"ServerApp": {"jpserver_extensions": extensions},
+                        "LabApp": {"app_settings_dir": str(folder / "lab-settings")}}
+        if role == "student":
+            extensions["lecture2_hub.validate_button"] = True
+            server["ServerApp"]["kernel_manager_class"] = "lecture2_hub.kernels.CappedKernelManager"
+            server["CappedKernelManager"] = {"max_kernels": limits.kernels}
+        _write(folder / "jupyter_server_config.json", json.dumps(server, indent=1) + "\n")
+        _write(folder / "lab-settings" / "overrides.json", json.dumps(LAB_DEFAULTS, indent=1) + "\n")
+        _write(folder / "labconfig" / "page_config.json", json.dumps(
+            {"disabledExtensions": {f"@jupyter/nbgrader:{d}": True for d in off}}, indent=1) + "\n")
+        _write(folder / "nbgrader_config.py", nbgrader)
+    for folder in (state / "config", *(config_dir(state, r) for r in ROLES),
+                   *(config_dir(state, r) / sub for r in ROLES for sub in ("labconfig", "lab-settings"))):
+        os.chmod(folder, 0o755)
+
+
+def as_user(entry: pwd.struct_passwd) -> dict:
+    """subprocess.run's arguments that run a command as `entry` (no supplementary groups)."""
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def release(course: Path, exchange: Path, owner: pwd.struct_passwd) -> str:
+    """notebooks/lec02 into the exchange as the course's owner (nbgrader release_assignment --force: students'
+    fetched copies stay). Never as root: what it replaces in outbound/ is the owner's alone."""
+    env = {"PATH": f"{course / '.venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": owner.pw_dir,
+           "USER": owner.pw_name, "LANG": os.environ.get("LANG", "C.UTF-8")}
+    proc = subprocess.run([str(course / ".venv" / "bin" / "nbgrader"), "release_assignment", ASSIGNMENT, "--force",
+                           f"--Exchange.root={exchange}", f"--CourseDirectory.course_id={settings.COURSE_ID}",
+                           *exchange_classes.factory_options()],
+                          cwd=course, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          **as_user(owner))
+    if proc.returncode != 0:
+        raise ReleaseError(f"nbgrader release_assignment {ASSIGNMENT} failed (as {owner.pw_name}):\n"
+                           f"{(proc.stdout + proc.stderr)[-3000:]}")
+    count = len(list((course / "notebooks" / ASSIGNMENT).glob("*.ipynb")))
+    return (f"released notebooks/{ASSIGNMENT} ({count} notebook{'s' if count != 1 else ''}) into "
+            f"{exchange / settings.COURSE_ID / 'outbound'}, as {owner.pw_name}")
