@@ -46,6 +46,7 @@ LOCKS = os.environ.get("LECTURE2_TEST_LOCKS")  # the folder of the two lock file
 SIDE = (
     "test_cluster.py",  # 151 s, 0.8 cores: Dask workers start, a student sleeps, a worker is killed
     "test_hub_browser.py",  # 106 s, 1.0: a hub, two students' servers, a browser
+    "test_hub_attacks.py",  # 45 s, 0.5: a hub, three servers, a hostile student's terminal, a browser
     "test_distributed.py",  # 77 s, 0.6: process groups that hang, fail or outlive their notebook
     "test_grade_link.py",  # 47 s, 0.6: answers that time out, die or ignore their alarm
     "test_browser_formgrader.py",  # 39 s, 0.8: a Jupyter server and a browser
