@@ -125,18 +125,23 @@ def interpreter_problem(venv: Path) -> str | None:
             "private home: rm -rf .venv && make setup PYTHON=/usr/bin/python3")
 
 
-def package_problem(venv: Path, course: Path | None = None) -> str | None:
-    """Why students' kernels could not import the course's packages, or None. An editable install (`pip install
-    -e`) adds its checkout to sys.path through a .pth file, and Python finds a package in a folder only if it may
-    list that folder: a checkout other users cannot read (a fresh clone in `mktemp -d` is mode 0700) imports
-    nothing in a student's server. The course folder (`course`) is left out: protect_course opens it."""
+def editable_folders(venv: Path) -> list[Path]:
+    """The checkouts an editable install (`pip install -e`) of the environment `venv` imports from (its .pth files)."""
     folders = []
     for pth in sorted((venv / "lib").glob("python*/site-packages/__editable__*.pth")):
         for line in pth.read_text(errors="replace").splitlines():
             line = line.strip()
             if line and not line.startswith(("#", "import ")) and Path(line).is_dir():
                 folders.append(Path(line).resolve())
-    for folder in folders:
+    return folders
+
+
+def package_problem(venv: Path, course: Path | None = None) -> str | None:
+    """Why students' kernels could not import the course's packages, or None. An editable install (`pip install
+    -e`) adds its checkout to sys.path through a .pth file, and Python finds a package in a folder only if it may
+    list that folder: a checkout other users cannot read (a fresh clone in `mktemp -d` is mode 0700) imports
+    nothing in a student's server. The course folder (`course`) is left out: protect_course opens it."""
+    for folder in editable_folders(venv):
         if course is not None and folder == course.resolve():
             continue
         blocked = unreachable_parent(folder / "x")

@@ -60,8 +60,9 @@ class CourseSpawner(LocalProcessSpawner):
         self.notebook_dir = str(home)
         venv = Path(s.course) / ".venv"
         self.cmd = confine.command([str(s.venv_bin / "jupyterhub-singleuser")], home=home, writable=[s.inbound],
-                                   readable=[Path(s.course), venv.resolve(), Path(s.exchange),
-                                             Path(s.state) / "config"], limits=bounds)
+                                   readable=[Path(s.course), venv.resolve(), (venv / "bin" / "python").resolve().parents[1],
+                                             *accounts.editable_folders(venv),
+                                             Path(s.exchange), Path(s.state) / "config"], limits=bounds)
 
     async def start(self):
         s = self._settings()
