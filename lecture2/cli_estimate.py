@@ -251,9 +251,21 @@ def _print_lecture(args: argparse.Namespace, r: dict, peak: float) -> None:
               + f"  {fits} in {fmt.format_bytes(g.memory_bytes, digits=1)}")
 
 
+def _resolve_gpu(args: argparse.Namespace) -> None:
+    """--gpu and --cluster name the same GPU, or one line says they do not (H100 days beside an A100 plan): --gpu
+    alone picks the cluster row with that GPU, --cluster alone the GPU of its nodes, neither the H100."""
+    if args.gpu is None:
+        args.gpu = args.cluster.gpu_spec if args.cluster else hardware.gpu("h100-sxm")
+    elif args.cluster is not None and args.cluster.gpu != args.gpu.name:
+        args.parser.error(f"--gpu {args.gpu.name} 和 --cluster {args.cluster.name} 不一致 (disagree): its nodes hold "
+                          f"{args.cluster.gpu_spec.full_name}; drop --gpu, or pass --cluster with a row of "
+                          f"{args.gpu.name} ({', '.join(c.name for c in hardware.CLUSTERS.values() if c.gpu == args.gpu.name) or 'none'})")
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
     """Print the FLOPs, time, GPU-hours, cost and training memory of a run (or one JSON object); with a model, the
     run planned on a cluster (one layout, or --search for the fastest that fit)."""
+    _resolve_gpu(args)
     try:
         peak = args.gpu.peak_flops(args.dtype)
     except ValueError as err:
@@ -320,8 +332,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     est.add_argument("--params", type=_number("--params"), default=None, metavar="N",
                      help="model parameters, e.g. 7e9 (with a shape: plan it with this many parameters)")
     est.add_argument("--tokens", type=_number("--tokens"), required=True, metavar="D", help="training tokens, e.g. 2e12")
-    est.add_argument("--gpu", type=_gpu, default="h100-sxm", metavar="NAME",
-                     help=f"a GPU of lecture2.hardware's table (default h100-sxm): {', '.join(hardware.known_gpus())}")
+    est.add_argument("--gpu", type=_gpu, default=None, metavar="NAME",
+                     help=f"a GPU of lecture2.hardware's table (default: --cluster's, else h100-sxm): "
+                          f"{', '.join(hardware.known_gpus())}")
     est.add_argument("--gpus", type=_number("--gpus", integer=True), default=1, metavar="G", help="number of GPUs")
     est.add_argument("--mfu", type=_number("--mfu", at_most_one=True), default=0.4,
                      help="model FLOPs utilization for the 6ND estimate, a fraction in (0, 1] (default 0.4, the lecture's)")

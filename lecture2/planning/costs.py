@@ -115,7 +115,7 @@ def layer_cost(shape: ModelShape, run: Run, layout: Layout, moe: bool) -> LayerC
 
 
 def _layer_cost(shape: ModelShape, run: Run, layout: Layout, moe: bool) -> LayerCost:
-    c = hardware.cluster(run.cluster)
+    c = run.node
     gpu = c.gpu_spec
     t, cp, b, s = layout.tp, layout.cp, layout.micro_batch, run.seq_len
     rows = b * s // cp
@@ -249,7 +249,7 @@ def _ep(c, layout: Layout, run: Run, shape: ModelShape, rows: int) -> tuple[floa
 def head_cost(shape: ModelShape, run: Run, layout: Layout) -> tuple[float, float]:
     """(forward, backward) seconds of the LM head and the loss on the last stage, per micro-batch: the vocabulary-
     parallel GEMM in BF16 and the cross-entropy's passes over the logits (bf16 written, fp32 read and written)."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     gpu = c.gpu_spec
     rows = layout.micro_batch * run.seq_len // layout.cp
     share = 1 - layout.comm_sms / (gpu.sms or 132)

@@ -8,6 +8,7 @@ put every other group one rank per node, so the plans agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .. import estimate, hardware
 
@@ -55,18 +56,23 @@ class Run:
             raise ValueError(f"attention 应是 {ATTENTION} 之一, 得到 {self.attention!r}")
         if self.compute_efficiency is not None and not 0 < self.compute_efficiency <= 1:
             raise ValueError(f"compute_efficiency 应在 (0, 1] 内, 得到 {self.compute_efficiency!r}")
-        hardware.cluster(self.cluster)
+        self.node  # a known cluster, or UnknownGPU (looked up once, here)
         estimate._recipe(self.recipe)  # a known recipe, or KeyError
         if self.batch_tokens % self.seq_len:
             raise ValueError(f"batch_tokens ({self.batch_tokens}) 应是 seq_len ({self.seq_len}) 的整数倍 "
                              f"(a whole number of sequences)")
+
+    @cached_property
+    def node(self) -> hardware.ClusterSpec:
+        """The cluster's row (lecture2.hardware.CLUSTERS), looked up once: every part of the plan reads it here."""
+        return hardware.cluster(self.cluster)
 
     @property
     def attention_kernel(self) -> str:
         """The attention kernel the run uses: "auto" is the fastest published one for the cluster's GPU."""
         if self.attention != "auto":
             return self.attention
-        return "flash3" if hardware.cluster(self.cluster).gpu_spec.arch == "hopper" else "flash2"
+        return "flash3" if self.node.gpu_spec.arch == "hopper" else "flash2"
 
     @property
     def sequences(self) -> int:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .. import hardware
 from .layout import Layout, Run
 from .plan import Plan
 from .shapes import ModelShape, check_divisible
@@ -57,7 +56,7 @@ def _pipelines(shape: ModelShape, p: int) -> list[dict]:
 
 def layouts(shape: ModelShape, run: Run):
     """Every layout `search` considers (before the memory check): see the module's text."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     seqs = run.sequences
     cps = [1] + ([k for k in (2, 4, 8, 16, 32) if run.seq_len // k >= 2048] if run.seq_len >= 16384 else [])
     for t in (1, 2, 4, 8):

@@ -20,7 +20,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from .. import estimate, hardware
+from .. import estimate
 from . import collectives, compute, costs, memory, schedule
 from .layout import Layout, Run
 from .plan import Plan
@@ -42,7 +42,7 @@ class Sizes:
 
 def check(shape: ModelShape, run: Run, layout: Layout) -> Sizes:
     """The derived sizes of `layout`, or ValueError saying why it cannot exist."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     t, p, v, cp, ep = layout.tp, layout.pp, layout.virtual_stages, layout.cp, layout.ep
     if run.gpus % (t * p * cp):
         raise ValueError(f"GPUs ({run.gpus}) 要被 tp x cp x pp = {t * cp * p} 整除 (must divide by tp x cp x pp)")
@@ -112,7 +112,7 @@ def stage_memory(shape: ModelShape, run: Run, layout: Layout, sizes: Sizes, i: i
     r = estimate._recipe(run.recipe)
     red = 4 if run.reduce_dtype == "fp32" else 2
     d, cp, z = sizes.dp, layout.cp, layout.zero
-    c = hardware.cluster(run.cluster)
+    c = run.node
     dp_per_node = costs.group_per_node(c, sizes.order, "dp")[1]
     shard = (dp_per_node if layout.hsdp else d * cp)
     shard_e = max(1, shard // layout.ep)
@@ -162,7 +162,7 @@ def _dp_groups(c, sizes: Sizes, layout: Layout):
 
 def data_parallel(shape, run, layout, sizes, cost_mb: dict, heavy: int) -> tuple[dict, float, float]:
     """(the DP comm record, seconds exposed once per step, seconds exposed per micro-batch)."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     r = estimate._recipe(run.recipe)
     red = 4 if run.reduce_dtype == "fp32" else 2
     d, z, m = sizes.dp, layout.zero, sizes.micro_batches
@@ -228,7 +228,7 @@ def data_parallel(shape, run, layout, sizes, cost_mb: dict, heavy: int) -> tuple
 
 def stage_time(shape, run, layout, sizes, i: int) -> dict:
     """One micro-batch through stage `i`: kernels and collectives by kind (seconds), and the bytes it sends."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     dense = costs.layer_cost(shape, run, layout, False)
     moe = costs.layer_cost(shape, run, layout, True) if shape.moe else dense
     n, n_moe = sizes.counts[i], sizes.moe_counts[i]
@@ -298,12 +298,12 @@ def peak_memory(shape: ModelShape, run: Run, layout: Layout) -> float:
 
 def usable_memory(run: Run) -> float:
     """What the device reports, less the driver's reservation (bytes)."""
-    return float(hardware.cluster(run.cluster).gpu_spec.memory_bytes - memory.DRIVER_RESERVED)
+    return float(run.node.gpu_spec.memory_bytes - memory.DRIVER_RESERVED)
 
 
 def plan(shape: ModelShape, run: Run, layout: Layout) -> Plan:
     """Memory, communication, time, MFU and HFU of training `shape` as `run` says, laid out as `layout`."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     gpu = c.gpu_spec
     sizes = check(shape, run, layout)
     p, m, v = layout.pp, sizes.micro_batches, layout.virtual_stages
