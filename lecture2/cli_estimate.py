@@ -34,7 +34,7 @@ EXAMPLES = {
     "--compute-efficiency": "--compute-efficiency 0.7", "--top": "--top 5", "--sp": "--tp 8 --sp",
     "--search": "--model llama3-70b --gpus 1024 --search", "--recompute": "--recompute selective",
     "--fewer-layers-at-ends": "--fewer-layers-at-ends 1", "--last-stage-layers": "--last-stage-layers 2",
-    "--comm-sms": "--comm-sms 20", "--gemm": "--gemm fp8", "--attention": "--attention flash3",
+    "--comm-sms": "--comm-sms 20", "--tp-overlap": "--tp 8 --sp --tp-overlap userbuffers", "--gemm": "--gemm fp8", "--attention": "--attention flash3",
     "--mlp": "--mlp swiglu", "--schedule": "--schedule 1f1b", "--recipe": '--recipe "bf16 mixed Adam"',
     "--reduce-dtype": "--reduce-dtype fp32", "--activations": "--activations course",
 }
@@ -377,7 +377,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                       help="layers on the last stage (it also runs the head), the rest spread evenly")
     plan.add_argument("--recompute", choices=estimate.RECOMPUTE, default="none",
                       help="activation recomputation: selective = Megatron-Core's recompute modules")
-    plan.add_argument("--tp-overlap", action="store_true", help="TP collectives hidden behind the GEMMs")
+    plan.add_argument("--tp-overlap", choices=("none", "megatron", "userbuffers"), default="megatron",
+                      help="how TP's collectives meet the GEMMs: megatron (default: the backward's input-gradient "
+                           "collective beside the weight-gradient GEMM), userbuffers (Transformer Engine's "
+                           "--tp-comm-overlap, needs --sp), none")
     plan.add_argument("--comm-sms", type=int, default=0, metavar="S", help="SMs given to communication kernels")
     plan.add_argument("--seq", type=_number("--seq", integer=True), default=4096, help="sequence length (default 4096)")
     plan.add_argument("--batch-tokens", type=_number("--batch-tokens", integer=True), default=None, metavar="TOKENS",

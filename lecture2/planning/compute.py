@@ -13,9 +13,13 @@ Three numbers per kernel family, fitted (least squares on log time) to measured 
     fp8 (Hopper)           the same profile's torch._scaled_mm (per-tensor scales, cuBLAS), the same shapes
     fp8-blockwise (Hopper) DeepGEMM's published H800 table (deepseek-ai/DeepGEMM README, Feb 2025: M = 4096, 1-128
                            fine-grained scales, 590-1358 TFLOP/s), the kernels DeepSeek-V3 trained with
-    bf16 (Ampere)          e_max alone, to Stas Bekman's measured A100 SXM maximum (ml-engineering, "Maximum Achievable
-                           Matmul FLOPS": 267.9 of 312 TFLOP/s at 6912 x 16384 x 2048); one point cannot separate a
-                           per-wave overhead (none), the launch overhead as Hopper's
+    bf16 (Ampere)          three published A100 SXM measurements (A100_GEMMS): the two best shapes of ml-engineering's
+                           "Maximum Achievable Matmul FLOPS" sweeps (267.9 TFLOP/s at 6912 x 16384 x 2048, CUDA 12.1;
+                           271.2 at 1024 x 10240 x 5120, torch 2.6) and CUTLASS's profiler example (235.1 at 3456 x
+                           4096 x 8192, an sm_80 tensor-op kernel: faster than any sm_80 part but the A100 can run);
+                           e_max and the per-wave overhead fitted, the launch overhead as Hopper's (GEMMs of a
+                           millisecond cannot separate it). The best shapes alone gave e_max 0.864: a curve through the
+                           maxima of a sweep, which real layers' GEMMs do not reach
 Other architectures take Hopper's curve at their own peak and SM count (not measured: said in the plan's notes).
 
 Attention (FlashAttention-style kernels, causal work only): efficiency = e_16k x (T / (T + 1024)) / (16384 / 17408),
@@ -42,7 +46,7 @@ from pathlib import Path
 
 from ..hardware import GPUSpec
 
-__all__ = ["ATTENTION_KERNELS", "DEEPGEMM_H800", "GemmFit", "HBM_EFFICIENCY", "SUSTAINED", "attention_seconds", "gemm_fit",
+__all__ = ["A100_GEMMS", "ATTENTION_KERNELS", "DEEPGEMM_H800", "GemmFit", "HBM_EFFICIENCY", "SUSTAINED", "attention_seconds", "gemm_fit",
            "gemm_seconds", "memory_seconds"]
 
 PROFILES = Path(__file__).resolve().parent.parent / "profiles"
@@ -53,9 +57,14 @@ TILE = 128
 # another tiling); training runs M of thousands of tokens, so the fit takes the M = 4096 rows.
 DEEPGEMM_H800 = ((4096, 2112, 7168, 1058), (4096, 24576, 1536, 990), (4096, 32768, 512, 590),
                  (4096, 7168, 16384, 1358), (4096, 4096, 7168, 1304), (4096, 7168, 2048, 1025))
-# ml-engineering (Bekman), compute/accelerator README, "Maximum Achievable Matmul FLOPS", BF16, CUDA 12.1: the best
-# shape found and its TFLOP/s on an A100 SXM and an A100 PCIe (the same 108 SMs and 312 TFLOP/s datasheet peak)
-A100_MAMF = ((6912, 16384, 2048, 267.9), (2304, 5120, 1536, 256.4))
+# A100 SXM GEMMs with their measured TFLOP/s (M, N, K, TFLOP/s, source): the two best shapes ml-engineering's mamf-finder
+# found in two sweeps (Bekman, compute/accelerator README, "Maximum Achievable Matmul FLOPS comparison table", BF16: the
+# CUDA 12.1 row of 2024 and the torch 2.6.0+cu126 row of 2025), and the tensor-op example of CUTLASS's profiler
+# documentation (media/docs/profiler.md: 231,956,545,536 FLOPs in 0.98647 ms, fp16 inputs with fp32 accumulation, the
+# A100's BF16 rate; min_cc 80, and 235 TFLOP/s is above the peak of every other sm_80 part).
+A100_GEMMS = ((6912, 16384, 2048, 267.9, "ml-engineering MAMF, CUDA 12.1"),
+              (1024, 10240, 5120, 271.2, "ml-engineering MAMF, torch 2.6.0+cu126"),
+              (3456, 4096, 8192, 235.1, "CUTLASS profiler documentation, tensor-op GEMM"))
 HBM_EFFICIENCY = 0.832  # lecture2/profiles/h200.json, bandwidth.fraction_of_datasheet (a 2 GiB copy)
 # A GPU computing for minutes runs at its power limit, below the boost clock a short measurement sees: the maximum
 # sustainable over the maximum achievable matmul FLOP/s (MSMF / MAMF, ml-engineering's mamf-finder, all 8 GPUs of a
@@ -78,11 +87,13 @@ class GemmFit:
 
 
 def _gemm_time(fit_params: tuple[float, float, float], m: int, n: int, k: int, peak: float, sms: int,
-               in_bytes: float, hbm: float) -> float:
+               in_bytes: float, hbm: float, batch: int = 1) -> float:
+    """One launch of `batch` independent M x K by K x N products (a batched GEMM: cuBLAS's strided-batched kernel
+    schedules every product's tiles in the same waves; batch = 1 is a plain GEMM)."""
     e_max, per_wave, fixed = fit_params
-    waves = math.ceil(math.ceil(m / TILE) * math.ceil(n / TILE) / sms)
+    waves = math.ceil(batch * math.ceil(m / TILE) * math.ceil(n / TILE) / sms)
     compute = fixed + waves * (2 * TILE * TILE * k / (peak / sms) / e_max + per_wave)
-    moved = (m * k + k * n) * in_bytes + m * n * 2
+    moved = batch * ((m * k + k * n) * in_bytes + m * n * 2)
     return max(compute, moved / hbm)
 
 
@@ -125,11 +136,11 @@ def gemm_fit(arch: str, kernel: str) -> GemmFit:
     hbm = h200.bandwidth_bytes_per_s * HBM_EFFICIENCY
     if arch == "ampere" and kernel == "bf16":
         a100 = GPUS["a100"]
-        points = tuple((m, n, k, 2 * m * n * k / (tflops * 1e12)) for m, n, k, tflops in A100_MAMF[:1])
+        points = tuple((m, n, k, 2 * m * n * k / (tflops * 1e12)) for m, n, k, tflops, _ in A100_GEMMS)
         params, err = _fit(points, a100.peak["bf16"], a100.sms, 2, a100.bandwidth_bytes_per_s * HBM_EFFICIENCY,
-                           given={1: 0.0, 2: gemm_fit("hopper", "bf16").fixed_s})
-        return GemmFit("bf16", *params, points, "A100 SXM maximum achievable matmul FLOPS (ml-engineering): e_max "
-                       "alone, one point cannot separate a per-wave overhead; the launch overhead as Hopper's", err)
+                           given={2: gemm_fit("hopper", "bf16").fixed_s})
+        return GemmFit("bf16", *params, points, "three published A100 SXM GEMMs (ml-engineering's two MAMF shapes, "
+                       "CUTLASS's profiler example); the launch overhead as Hopper's", err)
     if kernel == "fp8-blockwise":
         points = tuple((m, n, k, 2 * m * n * k / (tf * 1e12)) for m, n, k, tf in DEEPGEMM_H800)
         params, err = _fit(points, h200.peak["fp8"], h200.sms, 1, hbm)
@@ -141,10 +152,12 @@ def gemm_fit(arch: str, kernel: str) -> GemmFit:
     return GemmFit(kernel, *params, points, f"lecture2/profiles/h200.json, matmul {kernel}", err)
 
 
-def gemm_seconds(m: int, n: int, k: int, gpu: GPUSpec, kernel: str = "bf16", sm_share: float = 1.0) -> float:
+def gemm_seconds(m: int, n: int, k: int, gpu: GPUSpec, kernel: str = "bf16", sm_share: float = 1.0,
+                 batch: int = 1) -> float:
     """Seconds of one M x K by K x N GEMM on `gpu` with `kernel`'s fitted model; `sm_share` of the SMs computing
-    (the rest run communication kernels)."""
-    if m <= 0 or n <= 0 or k <= 0:
+    (the rest run communication kernels); `batch` products of that shape in one batched launch (torch.bmm /
+    baddbmm: one launch, their tiles scheduled together)."""
+    if m <= 0 or n <= 0 or k <= 0 or batch <= 0:
         return 0.0
     arch = gpu.arch if gpu.arch in ("hopper", "ampere") else "hopper"
     if arch == "ampere" and kernel != "bf16":
@@ -153,7 +166,7 @@ def gemm_seconds(m: int, n: int, k: int, gpu: GPUSpec, kernel: str = "bf16", sm_
     peak = gpu.peak_flops("fp8" if kernel.startswith("fp8") else "bf16") * SUSTAINED.get(gpu.arch, 1.0)
     sms = max(1, round((gpu.sms or 132) * sm_share))
     return _gemm_time((fit.e_max, fit.per_wave_s, fit.fixed_s), m, n, k, peak * sm_share, sms,
-                      1 if kernel.startswith("fp8") else 2, gpu.bandwidth_bytes_per_s * HBM_EFFICIENCY)
+                      1 if kernel.startswith("fp8") else 2, gpu.bandwidth_bytes_per_s * HBM_EFFICIENCY, batch)
 
 
 # kernel -> arch -> (forward, backward) fraction of the bf16 peak at T = 16384 (see the module's text)
@@ -166,19 +179,25 @@ _HALF_T = 1024  # FlashAttention-3's measured causal curve reaches half its plat
 
 def attention_seconds(queries: int, keys: int, heads: int, qk_dim: int, v_dim: int, gpu: GPUSpec,
                       kernel: str = "flash2", causal: bool = True, passes: str = "fwd+bwd",
-                      sm_share: float = 1.0) -> float:
-    """Seconds of attention's core for `queries` query tokens against `keys` keys (per sequence, summed over the
-    micro-batch by the caller), `heads` heads: FlashAttention-style kernels skip the masked half (causal), the
-    explicit one computes the whole square and moves the scores through HBM. passes: "fwd", "bwd" or "fwd+bwd"
-    (backward: 2.5 x the forward's FLOPs, its 5 matmuls with the recomputed scores)."""
-    full = 2 * queries * keys * heads * (qk_dim + v_dim)  # forward FLOPs of the whole square
+                      sm_share: float = 1.0, batch: int = 1) -> float:
+    """Seconds of attention's core for `batch` sequences of `queries` query tokens against `keys` keys, `heads`
+    heads: FlashAttention-style kernels skip the masked half (causal), the explicit one computes the whole square
+    and moves the scores through HBM. passes: "fwd", "bwd" or "fwd+bwd" (backward: 2.5 x the forward's FLOPs, its 5
+    matmuls with the recomputed scores).
+
+    The explicit kernel is Megatron's CoreAttention (megatron/core/transformer/dot_product_attention.py): one
+    torch.baddbmm for the scores Q·Kᵀ over all batch x heads products, the fused scale-mask-softmax, dropout, one
+    torch.bmm for P·V; backward the two gradients of each product (dQ, dK; dP, dV), each one batched launch."""
+    full = 2 * queries * keys * heads * (qk_dim + v_dim) * batch  # forward FLOPs of the whole square
     peak = gpu.peak_flops("bf16") * sm_share * SUSTAINED.get(gpu.arch, 1.0)
     if kernel == "explicit":
-        fwd_gemm = (gemm_seconds(queries, keys, qk_dim, gpu, sm_share=sm_share)
-                    + gemm_seconds(queries, v_dim, keys, gpu, sm_share=sm_share)) * heads
-        scores = queries * keys * heads
+        bmm = functools.partial(gemm_seconds, gpu=gpu, sm_share=sm_share, batch=batch * heads)
+        fwd_gemm = bmm(queries, keys, qk_dim) + bmm(queries, v_dim, keys)  # S = Q Kᵀ, O = P V
+        bwd_gemm = (bmm(queries, qk_dim, keys) + bmm(keys, qk_dim, queries)  # dQ = dS K, dK = dSᵀ Q
+                    + bmm(queries, keys, v_dim) + bmm(keys, v_dim, queries))  # dP = dO Vᵀ, dV = Pᵀ dO
+        scores = queries * keys * heads * batch
         fwd = fwd_gemm + memory_seconds(scores * 11, gpu)  # write 2, softmax r/w 4, dropout r/w + mask 5 bytes
-        bwd = 2 * fwd_gemm + memory_seconds(scores * 16, gpu)
+        bwd = bwd_gemm + memory_seconds(scores * 16, gpu)
         return {"fwd": fwd, "bwd": bwd, "fwd+bwd": fwd + bwd}[passes]
     arch = gpu.arch if gpu.arch in ("hopper", "ampere") else "hopper"
     table = ATTENTION_KERNELS.get(kernel)

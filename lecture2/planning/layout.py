@@ -12,11 +12,14 @@ from functools import cached_property
 
 from .. import estimate, hardware
 
-__all__ = ["ATTENTION", "GEMM_DTYPES", "Layout", "Run", "SCHEDULES"]
+__all__ = ["ATTENTION", "GEMM_DTYPES", "Layout", "Run", "SCHEDULES", "TP_OVERLAP"]
 
 GEMM_DTYPES = ("bf16", "fp8", "fp8-blockwise")  # fp8: per-tensor scales (Transformer Engine, cuBLAS); -blockwise: 1x128
 ATTENTION = ("auto", "flash2", "flash3", "explicit")  # auto: FlashAttention-3 on Hopper, else FlashAttention-2
 SCHEDULES = ("1f1b", "dualpipe")  # 1f1b with virtual_stages > 1 is Megatron's interleaved schedule
+# how TP's collectives meet the GEMMs (lecture2.planning.costs._tp_exposed): none; Megatron-LM's default (the backward's
+# input-gradient collective beside the weight-gradient GEMM); Transformer Engine's userbuffers (--tp-comm-overlap)
+TP_OVERLAP = ("none", "megatron", "userbuffers")
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ class Layout:
     ep: int = 1  # expert parallelism: the routed experts split over ep GPUs (all-to-all dispatch and combine)
     schedule: str = "1f1b"
     group: int | None = None  # micro-batches per virtual-stage group (Megatron's microbatch_group_size_per_vp_stage)
-    tp_overlap: bool = False  # TP collectives hidden behind the GEMMs (Transformer Engine's userbuffers)
+    tp_overlap: str = "megatron"  # one of TP_OVERLAP: Megatron-LM's default unless said
     comm_sms: int = 0  # SMs running communication kernels during the whole step (DeepSeek-V3: 20 of 132)
     last_stage_layers: int | None = None  # layers on the last stage (the rest spread evenly; it also runs the head)
 
@@ -126,6 +129,11 @@ class Layout:
             raise ValueError(f"group (micro-batches per virtual-stage group) 只用于 interleaving, 且 >= pp ({self.pp})")
         if self.last_stage_layers is not None and (self.last_stage_layers < 0 or self.fewer_layers_at_ends):
             raise ValueError("last_stage_layers 应 >= 0, 且不和 fewer_layers_at_ends 一起用")
+        if self.tp_overlap not in TP_OVERLAP:
+            raise ValueError(f"tp_overlap 应是 {TP_OVERLAP} 之一, 得到 {self.tp_overlap!r}")
+        if self.tp_overlap == "userbuffers" and not self.sp:
+            raise ValueError("tp_overlap='userbuffers' 需要 sp (Transformer Engine's TP comm overlap needs sequence "
+                             "parallelism)")
         if not isinstance(self.comm_sms, int) or self.comm_sms < 0:
             raise ValueError(f"comm_sms 应是 >= 0 的整数, 得到 {self.comm_sms!r}")
 

@@ -244,7 +244,7 @@ def stage_time(shape, run, layout, sizes, i: int) -> dict:
         parts["LM head and loss"] = head_f + head_b
         forward, backward = forward + head_f, backward + head_b
     tp = sum(k * x.tp_s for k, x in lay)
-    tp_exposed = max(0.0, tp - parts["GEMMs"]) if layout.tp_overlap else tp
+    tp_exposed = sum(k * (x.tp_exposed_fwd + x.tp_exposed_bwd) for k, x in lay)
     cp = sum(k * x.cp_s for k, x in lay)
     ep = sum(k * x.ep_s for k, x in lay)
     kernels = sum(parts.values())
