@@ -56,7 +56,7 @@ def test_llama3_405b_interleaved_fits_as_the_paper_ran_it():
 
 def test_llama3_405b_bubble_is_not_as_long_as_the_compute():
     """Finding 1: the old planner's bubble (7.2 s) was as long as the compute (6.9 s) and its MFU 0.18-0.24."""
-    p = planner.plan(L405, RUN405, replace(PAPER, virtual_stages=7))
+    p = planner.plan(L405, RUN405, replace(PAPER, virtual_stages=8))
     assert p.bubble_s < 0.25 * p.compute_s and 0.35 < p.mfu < 0.47
 
 

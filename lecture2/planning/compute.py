@@ -29,6 +29,8 @@ TFLOP/s from T = 512 to 16k, causal, head dim 128). e_16k by kernel and architec
     flash3, Hopper   0.62 / 0.56   616 TFLOP/s forward (Fig. 5d); backward 1.6 x FlashAttention-2's (1.5-1.75x, §4.1)
     flash2, Ampere   0.73 / 0.50   "50-73% of the theoretical maximum FLOPs/s on A100" (Dao 2023): forward the top,
                                    backward (the slower pass) the bottom of that range
+    flash1, Ampere   0.40 / 0.25   FlashAttention (and its Triton port) "only reaches 25-40% of the theoretical maximum
+                                   FLOPs/s" on A100 (Dao 2023, §1): the same reading of the range
     explicit         the two batched GEMMs (the whole T x T square) by the GEMM model, plus the scores' traffic
                      (Megatron's fused scale-mask-softmax, dropout) at HBM bandwidth: what runs before FlashAttention
 
@@ -47,7 +49,7 @@ from pathlib import Path
 from ..hardware import GPUSpec
 
 __all__ = ["A100_GEMMS", "ATTENTION_KERNELS", "DEEPGEMM_H800", "GemmFit", "HBM_EFFICIENCY", "SUSTAINED", "attention_seconds", "gemm_fit",
-           "gemm_seconds", "memory_seconds"]
+           "gemm_seconds", "launch_seconds", "memory_seconds"]
 
 PROFILES = Path(__file__).resolve().parent.parent / "profiles"
 TILE = 128
@@ -171,6 +173,7 @@ def gemm_seconds(m: int, n: int, k: int, gpu: GPUSpec, kernel: str = "bf16", sm_
 
 # kernel -> arch -> (forward, backward) fraction of the bf16 peak at T = 16384 (see the module's text)
 ATTENTION_KERNELS = {
+    "flash1": {"ampere": (0.40, 0.25)},
     "flash2": {"hopper": (0.35, 0.35), "ampere": (0.73, 0.50)},
     "flash3": {"hopper": (0.62, 0.56)},
 }
@@ -210,6 +213,13 @@ def attention_seconds(queries: int, keys: int, heads: int, qk_dim: int, v_dim: i
     fwd = work / (peak * e_fwd * saturation)
     bwd = 2.5 * work / (peak * e_bwd * saturation)
     return {"fwd": fwd, "bwd": bwd, "fwd+bwd": fwd + bwd}[passes]
+
+
+def launch_seconds() -> float:
+    """What one kernel costs beyond its work (seconds): the launch and the tail the H200 profile measured around every
+    GEMM it timed (the bf16 fit's fixed term, 15.6 µs). Every GEMM carries it in its fitted time; the memory-bound
+    and attention kernels between them pay it too (lecture2.planning.costs counts them)."""
+    return gemm_fit("hopper", "bf16").fixed_s
 
 
 def memory_seconds(nbytes: float, gpu: GPUSpec) -> float:

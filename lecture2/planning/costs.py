@@ -45,6 +45,8 @@ class LayerCost:
     attention_bwd: float
     memory_fwd: float
     memory_bwd: float
+    launch_fwd: float  # the non-GEMM kernels' launch and tail (compute.launch_seconds each, _kernels counts them)
+    launch_bwd: float
     recompute: float
     tp_s: float
     tp_calls: int
@@ -59,11 +61,11 @@ class LayerCost:
 
     @property
     def forward(self) -> float:
-        return self.gemm_fwd + self.attention_fwd + self.memory_fwd
+        return self.gemm_fwd + self.attention_fwd + self.memory_fwd + self.launch_fwd
 
     @property
     def backward(self) -> float:
-        return self.gemm_bwd + self.attention_bwd + self.memory_bwd + self.recompute
+        return self.gemm_bwd + self.attention_bwd + self.memory_bwd + self.launch_bwd + self.recompute
 
     @property
     def compute(self) -> float:
@@ -214,15 +216,31 @@ def _layer_cost(shape: ModelShape, run: Run, layout: Layout, moe: bool) -> Layer
                              run.attention_kernel, causal=True, sm_share=share, batch=b)
     attention_fwd, attention_bwd = attn(passes="fwd"), attn(passes="bwd")
     mem_fwd = compute.memory_seconds(rows * _elementwise_bytes(shape, layout, run, moe), gpu)
+    k_fwd, k_bwd = _kernels(shape, run, moe)
+    launch_fwd, launch_bwd = k_fwd * compute.launch_seconds(), k_bwd * compute.launch_seconds()
     recompute = {"none": 0.0, "selective": _selective(shape, run, layout, moe, rows, gpu, share, attention_fwd),
-                 "full": gemm_fwd + attention_fwd + mem_fwd}[layout.recompute]
+                 "full": gemm_fwd + attention_fwd + mem_fwd + launch_fwd}[layout.recompute]
     tp_s, tp_calls, tp_bytes, tp_alg, per_call = _tp(c, layout, rows * h * 2)
     tp_fwd, tp_bwd = _tp_exposed(layout, per_call["all_gather"], per_call["reduce_scatter"], per_call["all_reduce"],
                                  blocks) if t > 1 else (0.0, 0.0)
     cp_s, cp_bytes = _cp(c, layout, shape, b * s)
     ep_s, ep_bytes = _ep(c, layout, run, shape, rows) if moe else (0.0, 0.0)
-    return LayerCost(gemm_fwd, gemm_bwd, attention_fwd, attention_bwd, mem_fwd, 2 * mem_fwd, recompute,
+    return LayerCost(gemm_fwd, gemm_bwd, attention_fwd, attention_bwd, mem_fwd, 2 * mem_fwd, launch_fwd, launch_bwd,
+                     recompute,
                      tp_s, tp_calls, tp_bytes, tp_alg, tp_fwd, tp_bwd, cp_s, cp_bytes, ep_s, ep_bytes)
+
+
+def _kernels(shape: ModelShape, run: Run, moe: bool) -> tuple[int, int]:
+    """(forward, backward) kernels one layer launches besides its GEMMs, as the fused frameworks run it (Megatron-LM,
+    Transformer Engine): 2 norms, 2 residual adds (with the bias and dropout: bias_dropout_add), the activation (bias
+    GELU or SwiGLU), rotary where the model has no learned positions (no biases: Llama-style), the attention (one
+    FlashAttention kernel; explicit: scores, fused scale-mask-softmax, dropout where the run has it, the product);
+    MoE: the router's softmax and top-k, the permute and the un-permute. The backward launches about two of each."""
+    forward = 2 + 2 + 1 + (0 if shape.bias else 1)
+    forward += (3 + run.dropout) if run.attention_kernel == "explicit" else 1
+    if moe:
+        forward += 4
+    return forward, 2 * forward
 
 
 def _selective(shape: ModelShape, run: Run, layout: Layout, moe: bool, rows: int, gpu, share: float,
