@@ -46,6 +46,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ..hardware import GPUSpec
 
 __all__ = ["A100_GEMMS", "ATTENTION_KERNELS", "DEEPGEMM_H800", "GemmFit", "HBM_EFFICIENCY", "SUSTAINED", "attention_seconds", "gemm_fit",
@@ -101,22 +103,31 @@ def _gemm_time(fit_params: tuple[float, float, float], m: int, n: int, k: int, p
 
 def _fit(points, peak: float, sms: int, in_bytes: float, hbm: float, given: dict[int, float] | None = None
          ) -> tuple[tuple, float]:
-    """Least squares on log(time) by a coarse-to-fine grid (deterministic, a few thousand evaluations); `given`
-    holds parameters not fitted (index -> value: 1 the per-wave overhead, 2 the fixed one)."""
-    def error(params):
-        return sum(math.log(_gemm_time(params, m, n, k, peak, sms, in_bytes, hbm) / t) ** 2 for m, n, k, t in points)
+    """Least squares on log(time) by a coarse-to-fine grid (deterministic: 11 x 11 x 11 values, then zoom in around
+    the best point, four times), evaluated on the whole grid at once; `given` holds parameters not fitted (index ->
+    value: 1 the per-wave overhead, 2 the fixed one)."""
+    m, n, k, t = (np.array(column, dtype=float) for column in zip(*points))
+    waves = np.ceil(np.ceil(m / TILE) * np.ceil(n / TILE) / sms)
+    tile_s = 2 * TILE * TILE * k / (peak / sms)  # one wave at e_max = 1
+    floor = ((m * k + k * n) * in_bytes + m * n * 2) / hbm
+
+    def errors(e_max, per_wave, fixed):  # arrays of candidate parameters -> sum of squared log errors for each
+        time = fixed[..., None] + waves * (tile_s / e_max[..., None] + per_wave[..., None])
+        return (np.log(np.maximum(time, floor) / t) ** 2).sum(axis=-1)
 
     lo, hi = [0.3, 0.0, 0.0], [1.0, 20e-6, 40e-6]
     for i, value in (given or {}).items():
         lo[i] = hi[i] = value
     best = None
-    for _ in range(4):  # 11 x 11 x 11 grid, then zoom in around the best point
-        axes = [[lo[i] + (hi[i] - lo[i]) * j / 10 for j in range(11)] for i in range(3)]
-        best = min(((a, b, c) for a in axes[0] for b in axes[1] for c in axes[2]), key=error)
+    for _ in range(4):
+        axes = np.meshgrid(*[np.linspace(lo[i], hi[i], 11) for i in range(3)], indexing="ij")
+        err = errors(*axes)
+        flat = int(np.argmin(err))  # the first minimum in the grid's order, as the loop it replaced chose
+        best = tuple(float(a.flat[flat]) for a in axes)
         span = [(hi[i] - lo[i]) / 5 for i in range(3)]
         lo = [max(0.0 if i else 0.05, best[i] - span[i]) for i in range(3)]
         hi = [best[i] + span[i] for i in range(3)]
-    return best, math.sqrt(error(best) / len(points))
+    return best, math.sqrt(float(errors(*(np.array(x) for x in best))) / len(points))
 
 
 def _profile_points(name: str, dtype: str) -> list[tuple[int, int, int, float]]:
