@@ -34,7 +34,7 @@ EXAMPLES = {
     "--compute-efficiency": "--compute-efficiency 0.7", "--top": "--top 5", "--sp": "--tp 8 --sp",
     "--search": "--model llama3-70b --gpus 1024 --search", "--recompute": "--recompute selective",
     "--fewer-layers-at-ends": "--fewer-layers-at-ends 1", "--last-stage-layers": "--last-stage-layers 2",
-    "--comm-sms": "--comm-sms 20", "--gemm": "--gemm fp8", "--attention": "--attention flash3",
+    "--comm-sms": "--comm-sms 20", "--tp-overlap": "--tp 8 --sp --tp-overlap userbuffers", "--gemm": "--gemm fp8", "--attention": "--attention flash3",
     "--mlp": "--mlp swiglu", "--schedule": "--schedule 1f1b", "--recipe": '--recipe "bf16 mixed Adam"',
     "--reduce-dtype": "--reduce-dtype fp32", "--activations": "--activations course",
 }
@@ -251,9 +251,21 @@ def _print_lecture(args: argparse.Namespace, r: dict, peak: float) -> None:
               + f"  {fits} in {fmt.format_bytes(g.memory_bytes, digits=1)}")
 
 
+def _resolve_gpu(args: argparse.Namespace) -> None:
+    """--gpu and --cluster name the same GPU, or one line says they do not (H100 days beside an A100 plan): --gpu
+    alone picks the cluster row with that GPU, --cluster alone the GPU of its nodes, neither the H100."""
+    if args.gpu is None:
+        args.gpu = args.cluster.gpu_spec if args.cluster else hardware.gpu("h100-sxm")
+    elif args.cluster is not None and args.cluster.gpu != args.gpu.name:
+        args.parser.error(f"--gpu {args.gpu.name} 和 --cluster {args.cluster.name} 不一致 (disagree): its nodes hold "
+                          f"{args.cluster.gpu_spec.full_name}; drop --gpu, or pass --cluster with a row of "
+                          f"{args.gpu.name} ({', '.join(c.name for c in hardware.CLUSTERS.values() if c.gpu == args.gpu.name) or 'none'})")
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
     """Print the FLOPs, time, GPU-hours, cost and training memory of a run (or one JSON object); with a model, the
     run planned on a cluster (one layout, or --search for the fastest that fit)."""
+    _resolve_gpu(args)
     try:
         peak = args.gpu.peak_flops(args.dtype)
     except ValueError as err:
@@ -320,8 +332,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     est.add_argument("--params", type=_number("--params"), default=None, metavar="N",
                      help="model parameters, e.g. 7e9 (with a shape: plan it with this many parameters)")
     est.add_argument("--tokens", type=_number("--tokens"), required=True, metavar="D", help="training tokens, e.g. 2e12")
-    est.add_argument("--gpu", type=_gpu, default="h100-sxm", metavar="NAME",
-                     help=f"a GPU of lecture2.hardware's table (default h100-sxm): {', '.join(hardware.known_gpus())}")
+    est.add_argument("--gpu", type=_gpu, default=None, metavar="NAME",
+                     help=f"a GPU of lecture2.hardware's table (default: --cluster's, else h100-sxm): "
+                          f"{', '.join(hardware.known_gpus())}")
     est.add_argument("--gpus", type=_number("--gpus", integer=True), default=1, metavar="G", help="number of GPUs")
     est.add_argument("--mfu", type=_number("--mfu", at_most_one=True), default=0.4,
                      help="model FLOPs utilization for the 6ND estimate, a fraction in (0, 1] (default 0.4, the lecture's)")
@@ -364,7 +377,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                       help="layers on the last stage (it also runs the head), the rest spread evenly")
     plan.add_argument("--recompute", choices=estimate.RECOMPUTE, default="none",
                       help="activation recomputation: selective = Megatron-Core's recompute modules")
-    plan.add_argument("--tp-overlap", action="store_true", help="TP collectives hidden behind the GEMMs")
+    plan.add_argument("--tp-overlap", choices=("none", "megatron", "userbuffers"), default="megatron",
+                      help="how TP's collectives meet the GEMMs: megatron (default: the backward's input-gradient "
+                           "collective beside the weight-gradient GEMM), userbuffers (Transformer Engine's "
+                           "--tp-comm-overlap, needs --sp), none")
     plan.add_argument("--comm-sms", type=int, default=0, metavar="S", help="SMs given to communication kernels")
     plan.add_argument("--seq", type=_number("--seq", integer=True), default=4096, help="sequence length (default 4096)")
     plan.add_argument("--batch-tokens", type=_number("--batch-tokens", integer=True), default=None, metavar="TOKENS",

@@ -487,6 +487,13 @@ CLUSTERS: dict[str, ClusterSpec] = {c.name: c for c in [
     _node("hgx-h800", "NVIDIA HGX H800 (8 GPUs)", "h800", 8, 400, 8, 400,
           "DeepSeek-V3 technical report §3.1-3.2; NVIDIA H800 product brief", ring_busbw_gbs=160, nvls_busbw_gbs=215,
           nic_busbw_gbs=47, measured="DeepSeek-V3 §3.2.2 (NVLink 160 GB/s), NVIDIA/nccl #1374 (NVLS 215 GB/s), #290"),
+    # Jean Zay's A100 partition, where BLOOM trained (BigScience 2022, BLOOM paper §3.4.1): 8 A100 80GB per node on
+    # NVLink (taken as an HGX A100 board's NVSwitch, the DGX A100's 600 GB/s), four Omni-Path 100 Gb/s links per node.
+    # Not measured here: the DGX A100's measured fractions (NVLink 232.5 of 300; a NIC at 94% of its rate).
+    _node("jean-zay-a100", "Jean Zay A100 80GB node (8 GPUs, 4 x Omni-Path 100 Gb/s)", "a100", 8, 600, 4, 100,
+          "BLOOM paper (BigScience 2022), §3.4.1: 48 nodes of 8 A100 80GB, NVLink, 4 x Omni-Path 100 Gbps per node",
+          ring_busbw_gbs=232.5, nvls_busbw_gbs=0, nic_busbw_gbs=11.75,
+          measured="not measured: DGX A100's NVLink busbw (nccl-tests #175); Omni-Path at NDR's measured 94%"),
     # NVIDIA DGX B200 datasheet: 8x B200, NVLink 5 1.8 TB/s per GPU (bidirectional), 8x ConnectX-7 400 Gb/s.
     _node("dgx-b200", "NVIDIA DGX B200 (8 GPUs)", "b200", 8, 1800, 8, 400, "NVIDIA DGX B200 datasheet",
           ring_busbw_gbs=740, nvls_busbw_gbs=960, nic_busbw_gbs=47,

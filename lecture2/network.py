@@ -25,9 +25,10 @@ cluster's nodes (lecture2.hardware.CLUSTERS: about 80% of NVLink's line rate, 94
 Latency (NCCL's own tuning model, src/graph/tuning.cc, ring algorithm, Simple protocol, the one large messages
 use): 8.4 µs per call, plus 3.4 µs for each ring step inside a node and 14 µs for each step that crosses nodes;
 an all-reduce has 2(n-1) steps of which 2(N-1) cross nodes, an all-gather or reduce-scatter n-1 of which N-1.
-NCCL multiplies a multi-node ring all-reduce's latency by 1.4 on Ampere and newer GPUs (1.9 on Volta) for large
-messages ("plateau effect of ring", tuning.cc since 2.19); so does this model. A bucketed engine (DDP, FSDP's units)
-pays the latency once per bucket or unit.
+NCCL multiplies a multi-node ring all-reduce's latency by 1.4 on Ampere and newer GPUs (1.9 on Volta) once it
+carries at least 64 bytes per channel and rank ("plateau effect of ring", tuning.cc since 2.19). Every one of these
+numbers and rules is lecture2.planning.collectives' (the planner's NCCL model), read from there: one ring model, not
+two. A bucketed engine (DDP, FSDP's units) pays the latency once per bucket or unit.
 
 Hierarchical collectives (`hierarchical_all_reduce_seconds`): reduce-scatter inside each node over NVLink,
 all-reduce of each GPU's 1/r across nodes over its share of the NICs, all-gather inside the node; the three
@@ -43,17 +44,19 @@ import math
 from dataclasses import dataclass
 
 from .hardware import ClusterSpec
+from .planning import collectives as nccl
 
 __all__ = ["NCCL_BASE_LATENCY_S", "NCCL_NET_STEP_S", "NCCL_NVLINK_STEP_S", "NCCL_VERSION", "OPS", "Fit", "Link", "bus_factor",
            "collective_seconds", "fit", "hierarchical_all_reduce_seconds", "latency_seconds", "link", "ring_steps"]
 
-# NCCL src/graph/tuning.cc (v2.23.4): baseLat[Ring][Simple] and hwLat[NVLINK|NET][Ring][Simple], in µs
-NCCL_BASE_LATENCY_S = 8.4e-6
-NCCL_NVLINK_STEP_S = 3.4e-6
-NCCL_NET_STEP_S = 14.0e-6
-NCCL_VERSION = "2.23.4"
-NCCL_RING_PLATEAU = 1.4  # ncclTopoGetAlgoTime: multi-node ring all-reduce of large messages, compute capability >= 8.0
-NCCL_RING_PLATEAU_VOLTA = 1.9  # the same before Ampere (and in every NCCL before 2.19)
+# NCCL src/graph/tuning.cc (v2.23.4), as lecture2.planning.collectives states it: baseLat[Ring][Simple] and
+# hwLat[NVLINK|NET][Ring][Simple]; the multi-node ring all-reduce's "plateau" factor
+NCCL_BASE_LATENCY_S = nccl.BASE_LATENCY_S
+NCCL_NVLINK_STEP_S = nccl.NVLINK_STEP_S
+NCCL_NET_STEP_S = nccl.NET_STEP_S
+NCCL_VERSION = nccl.NCCL_VERSION
+NCCL_RING_PLATEAU = nccl.RING_PLATEAU["ampere"]  # compute capability >= 8.0
+NCCL_RING_PLATEAU_VOLTA = nccl.RING_PLATEAU["volta"]  # the same before Ampere (and in every NCCL before 2.19)
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "send")
 
@@ -76,11 +79,7 @@ def ring_steps(op: str, n: int, nodes: int = 1) -> tuple[int, int]:
     _check_op(op)
     _check_count(n, "n")
     _check_count(nodes, "nodes")
-    if op == "all_reduce":
-        return 2 * (n - 1), 2 * (nodes - 1)
-    if op in ("all_gather", "reduce_scatter"):
-        return n - 1, nodes - 1
-    return n, nodes  # broadcast, reduce: a pipeline down the ring; send: one hop
+    return nccl.ring_steps(op, n, nodes)  # broadcast, reduce: a pipeline down the ring; send: one hop
 
 
 @dataclass(frozen=True)
@@ -120,16 +119,14 @@ def link(cluster: ClusterSpec, ranks: int, ranks_per_node: int | None = None) ->
     if r > g or r > ranks or ranks % r:
         raise ValueError(f"ranks_per_node={r} 不行: 每个节点最多 {g} 个 GPU, 且要整除 ranks={ranks}")
     nodes = ranks // r
+    bus = nccl.group(cluster, ranks, r).ring_busbw  # the planner's own bus bandwidth of this group
     if nodes == 1:
-        bus = cluster.ring_busbw_bytes_per_s
         name = (f"{ranks} GPUs in one node, NVLink {bus / 1e9:.0f} GB/s measured "
                 f"(of {cluster.nvlink_bytes_per_s / 1e9:.0f})")
     else:
-        bus = min(cluster.ring_busbw_bytes_per_s, r * cluster.nic_busbw_per_gpu)
         name = (f"{ranks} GPUs on {nodes} nodes ({r} per node): {r} x {cluster.nic_busbw_per_gpu / 1e9:.0f} GB/s "
                 f"of NICs measured")
-    volta = cluster.gpu_spec.arch not in ("ampere", "hopper", "blackwell")
-    plateau = NCCL_RING_PLATEAU_VOLTA if volta else NCCL_RING_PLATEAU
+    plateau = nccl.RING_PLATEAU.get(cluster.gpu_spec.arch, nccl.RING_PLATEAU["volta"])
     return Link(ranks, bus, NCCL_BASE_LATENCY_S, nodes, NCCL_NVLINK_STEP_S, NCCL_NET_STEP_S,
                 plateau if nodes > 1 else 1.0, name)
 
@@ -142,7 +139,7 @@ def latency_seconds(op: str, lk: Link, nbytes: float = 0.0) -> float:
     if op == "send":
         steps, inter = 1, 1 if lk.nodes > 1 else 0
     lat = lk.base_latency_s + (steps - inter) * lk.step_intra_s + inter * lk.step_inter_s
-    if op == "all_reduce" and lk.nodes > 1 and nbytes >= lk.ranks / 16 * 65536:
+    if nccl.plateau_applies(op, nbytes, lk.ranks, lk.nodes):  # NCCL's size rule; the factor is the link's
         lat *= lk.plateau
     return lat
 

@@ -9,8 +9,8 @@ named parts, MFU, HFU, days and dollars; search the layouts for the fastest that
     print(best[0].line())
 
 The model lives in lecture2.planning, one module per part (shapes, layout, compute, collectives, schedule, memory,
-costs, step, plan, search, published); docs/planning.md states every formula, its source, and the conformance table
-of published runs it is held to. This module is the public face the notebooks, the CLI and the tests use.
+costs, step, plan, search, conventions, published, reached); docs/planning.md states every formula, its source, and
+the conformance table of published runs it is held to, and how far that lets you trust a plan. This module is the public face the notebooks, the CLI and the tests use.
 """
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ from .planning import published
 from .planning.layout import Layout, Run
 from .planning.plan import Plan
 from .planning.schedule import bubble_fraction, in_flight_chunks, in_flight_layers, simulate, stage_layers
-from .planning.search import Ranked, layouts, search
+from .planning.search import Ranked, layouts, search, tied
 from .planning.shapes import MODELS, ConfigReport, ModelShape, from_config, model, with_params
 from .planning.step import plan
 
 __all__ = ["MODELS", "ConfigReport", "Layout", "ModelShape", "Plan", "Ranked", "Run", "bubble_fraction",
            "conformance", "from_config", "in_flight_chunks", "in_flight_layers", "layouts", "model", "plan",
-           "search", "simulate", "stage_layers", "with_layout", "with_params", "zero3_model_states_bytes"]
+           "search", "simulate", "stage_layers", "tied", "with_layout", "with_params", "zero3_model_states_bytes"]
 
 conformance = published.conformance
 

@@ -182,3 +182,15 @@ def test_handin_validates_first_and_exits_0_for_an_unfilled_notebook(tmp_path, c
     assert "✅ 01_tensors_dtypes: 0/5 分 (points) in the visible checks, of 7 in all" in out
     assert "❌ 02_autograd" in out and status == 1, "an unreadable notebook is said, and the zip still written"
     assert len(zipfile.ZipFile(tmp_path / "h.zip").namelist()) == 2
+
+
+def test_what_notebook_10_and_the_planner_cite_is_in_the_bundle(tmp_path):
+    """Issue 42, finding 9: notebook 10 cited docs/planning.md and tests/, which the student bundle did not hold.
+    Is every document the release of notebook 10 or lecture2's planner cites (docs/...) in the bundle, and does the
+    notebook cite no test file (a student has none)?"""
+    names = {n.removeprefix("lecture2-student/") for n in zipfile.ZipFile(bundle.write(tmp_path / "b.zip")).namelist()}
+    notebook = (ROOT / "notebooks" / "lec02" / "10_sharding.ipynb").read_text(encoding="utf-8")
+    code = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "lecture2" / "planning").glob("*.py"))
+    docs = set(re.findall(r"(?<![/\w])docs/[\w.-]+\.md", notebook + code))  # not CUTLASS's media/docs/...
+    assert "docs/planning.md" in docs and docs <= names, sorted(docs - names)
+    assert not re.findall(r"\btests/[\w.-]+", notebook)

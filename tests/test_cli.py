@@ -83,8 +83,8 @@ def test_estimate_search_prints_the_fastest_that_fit_with_their_losses(capsys):
     assert cli.main(["estimate", "--model", "llama3-405b", "--gpus", "16384", "--seq", "8192", "--global-batch", "2048",
                      "--tokens", "15.6e12", "--search", "--top", "3"]) == 0
     out = capsys.readouterr().out
-    assert "The 3 fastest layouts" in out and "  1. TP" in out and "[the best]" in out and "  3. TP" in out
-    assert "%: " in out.split("  3. TP")[1].splitlines()[0]
+    assert "The 3 fastest layouts" in out and "  1. TP" in out and "[the fastest planned]" in out and "  3. TP" in out
+    assert "%" in out.split("  3. TP")[1].splitlines()[0] and "how far to trust it" in out
 
 
 def _config(tmp_path, **extra) -> str:
@@ -138,10 +138,13 @@ def test_estimate_plans_a_moe_with_expert_parallelism(capsys):
     (["estimate", "--model", "lecture-7b", "--tokens", "1e12", "--batch-tokens", "1000"], "--batch-tokens"),
     (["estimate", "--layers", "32", "--tokens", "1e12"], "--hidden"),
     (["estimate", "--config", "/no/such/config.json", "--tokens", "1e12"], "--config"),
+    (["estimate", "--model", "lecture-7b", "--tokens", "1e12", "--gpu", "h100-sxm", "--cluster", "dgx-a100"],
+     "--gpu h100-sxm 和 --cluster dgx-a100 不一致"),
 ])
 def test_estimate_plan_refuses_what_cannot_be_planned(capsys, argv, message):
     """Do a search without a model, no size at all, an unknown model, TP beyond a node, a GPU without a cluster row,
-    SP without TP, a batch that is not whole sequences, an incomplete shape and a missing config end with exit code 2
+    SP without TP, a batch that is not whole sequences, an incomplete shape, a missing config and a --gpu that is not
+    the --cluster's GPU (issue 42, finding 8: H100 days printed beside an A100 plan) end with exit code 2
     and one message in Chinese and English naming the flag, with a valid example and no usage dump (finding 7)?"""
     with pytest.raises(SystemExit) as exit_info:
         cli.main(argv)
@@ -149,3 +152,12 @@ def test_estimate_plan_refuses_what_cannot_be_planned(capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err and "错误 (error)" in err and "例如 (for example)" in err
     assert "usage:" not in err and "[--params N]" not in err
+
+
+def test_cluster_alone_sets_the_gpu_of_the_lectures_arithmetic(capsys):
+    """Issue 42, finding 8: with --cluster dgx-a100 and no --gpu, is the 6ND half priced on the A100 the plan runs on
+    (312 TFLOP/s), not the default H100's 989?"""
+    assert cli.main(["estimate", "--model", "lecture-7b", "--tokens", "2e12", "--gpus", "256", "--cluster", "dgx-a100",
+                     "--zero", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["gpu"] == "a100" and out["peak_flops_per_gpu"] == 312e12 and out["plan"]["fits"]

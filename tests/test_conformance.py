@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 from lecture2 import estimate, hardware, planner
+from lecture2.planning import conventions as cv
+from lecture2.planning import published, reached
 
 H100 = hardware.gpu("h100-sxm")
 
@@ -92,42 +94,100 @@ def test_llama3_405b_layout_fits_an_h100_only_with_fused_attention():
 
 # ---- published runs beside the plan (docs/planning.md's conformance table; lecture2.planning.published)
 
-CONFORMANCE = {r["row"].name: r for r in planner.conformance()}
-# rows the docs explain, with numbers, instead of agreeing within 15%
-EXPLAINED = {"Llama 3 405B, 8K sequences, 8,192 H100"}
+TABLE = planner.conformance()
+CONFORMANCE = {r["row"].name: r for r in TABLE}
+DOCS = (Path(__file__).resolve().parent.parent / "docs" / "planning.md").read_text()
+# rows outside ±15% and the words docs/planning.md §8 explains each with (its ratio is printed beside them)
+EXPLAINED = {
+    "MT-NLG 530B on 2,240 A100": "MT-NLG", "MT-NLG 530B on 2,800 A100": "MT-NLG", "MT-NLG 530B on 3,360 A100": "MT-NLG",
+    "Llama 3 405B, 8K sequences, 8,192 H100": "Llama 3 405B on 8,192 H100",
+    "Llama 3 405B, 131K sequences, CP 16, 16,384 H100": "131K",
+    "MPT-13B, 2,048 tokens, 8 A100": "sibling rows",
+    "MPT-70B, 2,048 tokens, 512 H100": "MPT on H100", "MPT-7B, 2,048 tokens, 128 H100": "MPT on H100",
+    "MPT-1B, 2,048 tokens, 128 H100": "MPT on H100",
+}
+
+
+def _speed(r) -> float:
+    return 1 / r["ratio"] if r["row"].metric == "gpu_hours_per_trillion_tokens" else r["ratio"]
 
 
 @pytest.mark.parametrize("name", list(CONFORMANCE))
 def test_each_published_run_within_15_percent_or_explained(name):
-    """Is each published run's figure (MFU, HFU or GPU-hours, as its paper counts it) within 15% of the plan of its
-    published layout, with the layout fitting as the run did; or is the row one docs/planning.md explains?"""
+    """Is each published run's figure (counted by its paper's own convention) within 15% of the same figure computed
+    from the plan of its published layout, the layout fitting as the run did; or is the row one docs/planning.md §8
+    explains with its numbers?"""
     r = CONFORMANCE[name]
     assert r["plan"].fits
     if name in EXPLAINED:
-        docs = (Path(__file__).resolve().parent.parent / "docs" / "planning.md").read_text()
-        assert name in docs and abs(r["ratio"] - 1) > 0.15
+        assert abs(_speed(r) - 1) > 0.15, f"{name} is within 15% now: take it out of EXPLAINED"
+        section = DOCS[DOCS.index("## 8."):DOCS.index("## 9.")]
+        assert EXPLAINED[name] in section and name in section and f"{_speed(r):.2f}" in section
     else:
-        assert abs(r["ratio"] - 1) <= 0.15, f"{name}: predicted {r['predicted']:.4g}, reported {r['row'].reported:.4g}"
+        assert abs(_speed(r) - 1) <= 0.15, f"{name}: predicted {r['predicted']:.4g}, reported {r['row'].reported:.4g}"
 
 
-def test_every_generation_and_kind_of_run_is_in_the_table():
-    """Does the table hold Llama 3's two 8K rows and its 131K CP row, A100-generation runs with their published layout,
-    and DeepSeek-V3's GPU-hours (FP8, EP), each saying what its figure counts?"""
-    rows = [r["row"] for r in CONFORMANCE.values()]
-    assert sum(r.model == "llama3-405b" for r in rows) == 3 and any(r.layout.cp == 16 for r in rows)
-    assert any(r.run.cluster == "dgx-a100" for r in rows)
-    assert any(r.layout.ep > 1 and r.run.dtype.startswith("fp8") and r.metric == "gpu_hours_per_trillion_tokens"
-               for r in rows)
-    assert all(r.counts and r.source for r in rows)
+def test_the_table_is_wide():
+    """Issue 42: at least 30 published runs of at least 8 families, on A100 and on H100/H800, dense and MoE, from
+    about 1B to 1T parameters, from 2K to 128K tokens, reported as MFU by some papers and with the recomputation
+    counted (HFU) by others."""
+    rows = [r["row"] for r in TABLE]
+    assert len(rows) >= 30 and len({r.family for r in rows}) >= 8
+    archs = {r.run.node.gpu_spec.arch for r in rows}
+    assert {"ampere", "hopper"} <= archs and any(r.run.node.gpu == "h800" for r in rows)
+    assert any(r.shape.moe for r in rows) and any(not r.shape.moe for r in rows)
+    sizes = [r.shape.n_params for r in rows]
+    assert min(sizes) < 1.5e9 and max(sizes) > 0.99e12
+    seqs = [r.run.seq_len for r in rows]
+    assert min(seqs) <= 2048 and max(seqs) >= 128 * 1024
+    assert any(r.convention.metric == "mfu" for r in rows) and any(r.convention.passes == 4 for r in rows)
 
 
-def test_the_published_405b_layout_is_the_search_best_or_close():
-    """Is the search's best layout for Llama 3's 16,384-GPU run TP 8 + SP x PP 16 interleaved, and the published
-    layout's step within 6% of it (docs/planning.md: the 5.5% is selective recompute letting ZeRO-1 fit)?"""
+def test_every_row_states_what_its_figure_counts_and_where_it_is_from():
+    """Finding 5: does every row say which figure it holds the plan to (MFU, HFU, TFLOP/s or GPU-hours), whether it
+    counts the whole attention square or its causal half, which formula, and its source (paper and table)?"""
+    for r in TABLE:
+        row = r["row"]
+        assert row.source and row.convention.source and row.family
+        words = row.counts
+        assert words.split(":")[0] in ("MFU", "HFU", "TFLOP/s per GPU", "GPU-hours per 10^12 training tokens")
+        if row.metric != "gpu_hours_per_trillion_tokens":
+            assert "whole T x T attention square" in words or "causal" in words
+
+
+def test_the_plan_computes_the_rows_own_count():
+    """Finding 5: Llama 3's MFU cites PaLM, whose 6N + 12·L·H·Q·T counts the whole attention square; at 131K tokens
+    that count is 1.40 x the causal half the planner's own MFU counts. Is the row's predicted figure the plan's step
+    counted the paper's way (not the planner's MFU), and does each convention compute its own formula?"""
+    r = CONFORMANCE["Llama 3 405B, 131K sequences, CP 16, 16,384 H100"]
+    p = r["plan"]
+    shape = p.model
+    full = cv.LLAMA3_MFU.flops_per_token(shape, 131072)
+    causal = cv.PLANNER_MFU.flops_per_token(shape, 131072)
+    assert full == pytest.approx(6 * shape.n_params + 12 * 126 * 16384 * 131072)
+    assert full / causal == pytest.approx(1.40, abs=0.01)
+    assert r["predicted"] == pytest.approx(p.mfu * full / causal, rel=1e-9)
+    megatron = planner.model("megatron-145b")  # Narayanan et al.: 96·B·s·l·h²(1 + s/6h + V/16lh) per iteration
+    l, h, s, V = 80, 12288, 2048, 51200
+    assert cv.MEGATRON_HFU.flops_per_token(megatron, s) == pytest.approx(96 * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)))
+    assert cv.KORTHIKANTI_MFU.flops_per_token(megatron, s) == pytest.approx(72 * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)))
+
+
+def test_what_a_plan_says_about_the_table_is_the_tables():
+    """One home per fact: the band a plan states (reached.BAND), the tie threshold of the search (reached.TIE) and the
+    MFU each published run reached (reached.REACHED) are the conformance table's, recomputed here
+    (`python -m tools.bench_planner --reached` rewrites them)."""
+    assert reached.BAND == published.band(TABLE)
+    assert reached.TIE == published.tie(TABLE)
+    assert reached.REACHED == published.reached(TABLE)
+
+
+def test_the_published_405b_layout_ties_with_the_searchs_best():
+    """Finding 7: is Llama 3's published layout (TP 8 + SP x PP 16, interleaved, V unstated) among the layouts the
+    search cannot tell from its fastest (within reached.TIE), rather than a single winner the planner names?"""
     row = CONFORMANCE["Llama 3 405B, 8K sequences, 16,384 H100"]
     best = planner.search(planner.model("llama3-405b"), row["plan"].run, top=1)[0].plan
-    assert (best.layout.tp, best.layout.sp, best.layout.pp) == (8, True, 16)
-    assert row["plan"].step_s / best.step_s - 1 < 0.06
+    assert row["plan"].step_s / best.step_s - 1 < reached.TIE
 
 
 def test_docs_print_the_calculators_numbers():

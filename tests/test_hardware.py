@@ -208,7 +208,9 @@ def test_cluster_rows_from_their_datasheets():
     h100 = hardware.cluster("dgx-h100")
     assert (h100.gpus_per_node, h100.nvlink_bytes_per_s, h100.nics_per_node, h100.nic_bytes_per_s) == (8, 450e9, 8, 50e9)
     assert hardware.cluster("DGX_A100").nic_bytes_per_s == 25e9 and hardware.cluster("dgx-b200").nvlink_bytes_per_s == 900e9
-    assert all(c.source.startswith(("NVIDIA DGX", "DeepSeek-V3")) for c in hardware.CLUSTERS.values())
+    assert all(c.source.startswith(("NVIDIA DGX", "DeepSeek-V3", "BLOOM paper")) for c in hardware.CLUSTERS.values())
+    jean_zay = hardware.cluster("jean-zay-a100")  # BLOOM's nodes: 4 x Omni-Path 100 Gb/s per 8 A100
+    assert (jean_zay.nics_per_node, jean_zay.nic_bytes_per_s, jean_zay.gpu) == (4, 12.5e9, "a100")
     assert hardware.cluster("hgx-h800").nvlink_bytes_per_s == 200e9 and hardware.gpu("h800").sms == 132
     assert hardware.gpu("a100-40gb").memory_bytes == 40 * 2**30 and hardware.gpu("a100-80gb") is hardware.gpu("a100")
     assert hardware.cluster("dgx-h200").gpu_spec is hardware.gpu("h200")

@@ -56,7 +56,7 @@ def test_llama3_405b_interleaved_fits_as_the_paper_ran_it():
 
 def test_llama3_405b_bubble_is_not_as_long_as_the_compute():
     """Finding 1: the old planner's bubble (7.2 s) was as long as the compute (6.9 s) and its MFU 0.18-0.24."""
-    p = planner.plan(L405, RUN405, replace(PAPER, virtual_stages=7))
+    p = planner.plan(L405, RUN405, replace(PAPER, virtual_stages=8))
     assert p.bubble_s < 0.25 * p.compute_s and 0.35 < p.mfu < 0.47
 
 
@@ -142,13 +142,17 @@ def best405():
     return planner.search(L405, RUN405, top=3)
 
 
-def test_search_for_405b_finds_tp8_pp16_interleaved_deeper_than_4(best405):
-    """Finding 4: for 405B on 16,384 H100 the best layout is TP 8 with SP and PP 16 interleaved with more than 4
-    virtual stages (the old search: PP 2, full recompute, DP 1,024, virtual stages only 1/2/4)."""
-    best = best405
-    lay = best[0].plan.layout
-    assert (lay.tp, lay.sp, lay.pp) == (8, True, 16) and lay.virtual_stages > 4 and lay.recompute != "full"
-    assert best[0].loss == 0 and all(b.loss >= 0 and b.why for b in best[1:])
+def test_search_for_405b_finds_tp8_sp_interleaved_without_full_recompute(best405):
+    """Issue 27, finding 4 (the old search: PP 2, full recompute, DP 1,024): for 405B on 16,384 H100 are the layouts
+    the search cannot tell from its fastest all TP 8 with SP, pipelined and interleaved, without full recomputation?
+    (Issue 42, finding 7: which of them is first is inside the planner's error; no test names one.)"""
+    from lecture2.planning import search as searching
+
+    tied = searching.tied(best405)
+    assert tied and all(b.loss >= 0 for b in best405) and all(b.why for b in best405[1:])
+    for r in tied:
+        lay = r.plan.layout
+        assert (lay.tp, lay.sp) == (8, True) and lay.pp > 1 and lay.virtual_stages > 1 and lay.recompute != "full"
 
 
 def test_search_tries_context_parallelism_for_long_sequences():
@@ -395,3 +399,154 @@ def test_notebook_10_says_what_its_code_shows():
     text = (ROOT / "solutions" / "lec02" / "10_sharding.ipynb").read_text()
     assert "字节一样多，激活值全部变成 1/t" not in text and "和模型大小无关" not in text
     assert "多 25%" in text and "随模型的宽度 d 线性增长" in text
+
+
+# ---- issue 42: right for the right reasons
+
+K22 = planner.ModelShape("korthikanti-22b", 48, 6144, 64, 4 * 6144, 51200, ffn="gelu", bias=True, norm="layernorm",
+                         tied_embeddings=True)
+K22_RUN = planner.Run(gpus=8, cluster="dgx-a100", seq_len=2048, batch_tokens=4 * 2048, attention="explicit",
+                      dropout=True)
+
+
+@pytest.mark.parametrize("recompute, sp, paper_ms", [
+    ("none", False, (7.7, 11.9)), ("none", True, (7.2, 11.8)), ("full", False, (7.7, 19.5)),
+    ("selective", False, (7.7, 13.2)), ("selective", True, (7.2, 13.1))])
+def test_one_layer_of_the_22b_model_as_korthikanti_timed_it(recompute, sp, paper_ms):
+    """Findings 1 and 3: Korthikanti et al. 2022, Table 4, timed one layer of their 22B GPT (h 6,144, 64 heads, seq
+    2,048, micro-batch 4, TP 8 on a DGX A100) forward and backward. Is the planned layer (its kernels and the TP
+    collectives it waits for under Megatron's default overlap) within 12% of each? Explicit attention costed as one
+    GEMM per head (each with its launch and partial wave) made the layer 26-31% slow."""
+    c = costs.layer_cost(K22, K22_RUN, planner.Layout(tp=8, sp=sp, micro_batch=4, recompute=recompute), False)
+    fwd, bwd = c.forward + c.tp_exposed_fwd, c.backward + c.tp_exposed_bwd
+    assert fwd * 1e3 == pytest.approx(paper_ms[0], rel=0.12) and bwd * 1e3 == pytest.approx(paper_ms[1], rel=0.12)
+
+
+def test_explicit_attention_is_one_batched_gemm_over_batch_and_heads():
+    """Finding 1: Megatron's CoreAttention issues one baddbmm (Q·Kᵀ) and one bmm (P·V) over all b x heads products:
+    one launch, its tiles in shared waves. Is the planned explicit attention of 8 heads x 4 sequences one batched GEMM
+    (not 32 GEMMs, each with a launch and a partial wave), and faster than 32 of them?"""
+    a100 = hardware.gpu("a100")
+    one = compute.attention_seconds(2048, 2048, 8, 96, 96, a100, "explicit", causal=False, passes="fwd", batch=4)
+    scores = 2048 * 2048 * 8 * 4
+    batched = (compute.gemm_seconds(2048, 2048, 96, a100, batch=32) + compute.gemm_seconds(2048, 96, 2048, a100, batch=32)
+               + compute.memory_seconds(scores * 11, a100))
+    assert one == pytest.approx(batched, rel=1e-12)
+    per_head = 32 * (compute.gemm_seconds(2048, 2048, 96, a100) + compute.gemm_seconds(2048, 96, 2048, a100))
+    assert batched - compute.memory_seconds(scores * 11, a100) < 0.8 * per_head
+
+
+def test_the_a100_gemm_curve_is_fitted_to_more_than_its_best_shape():
+    """Finding 2: the A100's GEMM curve came from the single best shape of a sweep (e_max 0.864, no per-wave cost),
+    so every GEMM of a real layer ran at that best. Is it now fitted to three published A100 GEMMs, the best shapes
+    of two sweeps and a GEMM that is not anyone's best, each within 15%, and does a real layer's GEMM plan below the
+    best measured 271.2 TFLOP/s?"""
+    fit = compute.gemm_fit("ampere", "bf16")
+    assert len(fit.points) >= 3 and fit.rms_log_error < 0.10
+    a100 = hardware.gpu("a100")
+    for m, n, k, seconds in fit.points:
+        assert compute.gemm_seconds(m, n, k, a100) == pytest.approx(seconds, rel=0.15)
+    m, n, k = 2048, 4 * 12288 // 8, 12288  # Megatron's 145.6B MLP up-projection after TP 8, one sequence
+    assert 2 * m * n * k / compute.gemm_seconds(m, n, k, a100) < 0.95 * 271.2e12
+
+
+@pytest.mark.parametrize("sp", [False, True])
+def test_tp_overlap_is_what_megatron_runs_by_default(sp):
+    """Finding 3: TP communication was all exposed, or (--tp-overlap) all hidden behind every GEMM of the layer.
+    Megatron-LM runs the backward's input-gradient collective beside the weight-gradient GEMM even without
+    --tp-comm-overlap. Is the exposed TP time of a layer "none" > "megatron" (forward as "none", backward less) >
+    "userbuffers" (needs SP) >= 0, and does the default layout run Megatron's?"""
+    run = planner.Run(gpus=8, seq_len=4096)
+    modes = ("none", "megatron") + (("userbuffers",) if sp else ())
+    got = {mode: costs.layer_cost(L405, run, planner.Layout(tp=8, sp=sp, tp_overlap=mode), False) for mode in modes}
+    assert planner.Layout().tp_overlap == "megatron"
+    assert got["none"].tp_exposed_fwd == got["megatron"].tp_exposed_fwd > 0
+    assert got["none"].tp_exposed_bwd > got["megatron"].tp_exposed_bwd
+    assert got["none"].tp_s == got["megatron"].tp_s  # the same collectives on the wire
+    if sp:
+        ub = got["userbuffers"]
+        assert got["megatron"].tp_exposed_fwd + got["megatron"].tp_exposed_bwd > ub.tp_exposed_fwd + ub.tp_exposed_bwd
+        assert ub.gemm_fwd > got["megatron"].gemm_fwd  # its GEMMs run in TP pieces
+    with pytest.raises(ValueError, match="sequence"):
+        planner.Layout(tp=8, tp_overlap="userbuffers")
+
+
+def test_the_course_gpu_steps_overheads_are_planned():
+    """Finding 4: no part beyond the kernels' work was planned (rows without communication came out 22-31% fast). The
+    course's own H200 profile timed a whole training step of its GPT (d 1,024, 12 layers, 8 x 1,024 tokens, Adam, bf16
+    autocast; compiled: fused elementwise kernels, the attention as SDPA's FlashAttention-2): 38.6 ms. Is the plan of
+    that step, with every non-GEMM kernel's launch and tail (the profile's measured fixed cost of a kernel) and the
+    optimizer's gradient norm and zeroing, within 10% of it? It was 19% fast without them."""
+    profile = json.loads((ROOT / "lecture2" / "profiles" / "h200.json").read_text())
+    measured = profile["models"]["train_step"]["bf16_compiled"]["seconds"]
+    g = profile["config"]["gpt"]
+    shape = planner.ModelShape("course-gpt", g["n_layer"], g["d_model"], g["n_head"], 4 * g["d_model"],
+                               g["vocab_size"], ffn="gelu", tied_embeddings=True)
+    run = planner.Run(gpus=1, cluster="dgx-h200", seq_len=g["T"], batch_tokens=g["B"] * g["T"], attention="flash2",
+                      recipe="fp32 Adam")
+    p = planner.plan(shape, run, planner.Layout(zero=0, micro_batch=g["B"]))
+    assert p.step_s == pytest.approx(measured, rel=0.10)
+    assert p.breakdown()["compute: kernel launches between the GEMMs"] > 0.05 * p.step_s
+
+
+def test_the_optimizer_step_reads_the_gradients_twice_and_zeroes_them():
+    """Finding 4: Megatron's step reads each gradient for the norm (clip_grad_norm_fp32) and in Adam, and zeroes the
+    gradient buffer for the next step (zero_grad_buffer): with ZeRO-1 the whole stage's fp32 buffer."""
+    p = planner.plan(SEVEN, replace(RUN, recipe="bf16 mixed Adam, fp32 grads"), planner.Layout(zero=1))
+    n = SEVEN.n_params
+    shard = n / 256
+    nbytes = shard * (2 * 12 + 2 * 4 + 2) + n * 4
+    assert p.optimizer_s == pytest.approx(compute.memory_seconds(nbytes, hardware.gpu("h100-sxm")), rel=1e-3)
+
+
+def test_llama3s_flexible_group_is_simulated():
+    """Finding 6: Llama 3 runs N micro-batches per round with N tunable (§3.3.2, Figure 6) and any number of
+    micro-batches; Megatron's groups are N = p with m a multiple of p. Does a group N other than p plan with the
+    simulated schedule's bubble and in-flight chunks (m need not be a multiple of N), and does an N whose order cannot
+    run (below p - 1 with Megatron's warm-up, unless every forward fits in it) say so instead of planning nonsense?"""
+    sim = planner.simulate(16, 36, 2, group=24)  # 36 micro-batches in groups of 24 and 12
+    assert sim.peak_in_flight[1] == planner.in_flight_chunks(1, 16, 36, 2, group=24)
+    assert sim.peak_in_flight[1] == 2 * 14 + 24 + 1
+    lay = replace(PAPER, virtual_stages=2, group=17)
+    run = replace(RUN405, gpus=4096)  # DP 32: 64 micro-batches in groups of 17, 17, 17 and 13
+    p = planner.plan(L405, run, lay)
+    from lecture2.planning import schedule
+    assert schedule.bubble_slots(16, 64, 2, 17) != schedule.bubble_slots(16, 64, 2) > 0
+    assert "activations: 184 layer x micro-batch" in p.memory  # 46 chunks of 4 layers at stage 1, simulated
+    with pytest.raises(ValueError, match="deadlock"):
+        planner.plan(L405, run, replace(lay, group=20))  # 20, 20, 20 and a last group of 4: the order cannot run
+    with pytest.raises(ValueError, match="deadlock"):
+        planner.simulate(16, 32, 2, group=8)
+    assert planner.simulate(4, 2, 2, group=2).bubble > 0  # N < p runs when every forward fits in the warm-up
+
+
+def test_the_search_returns_only_launchable_layouts_and_tries_tp_overlap(best405):
+    """Finding 7: the search printed virtual-stage counts that do not divide a stage's layers (PP 16 x V 15 for 405B)
+    and never tried TP overlap. Does every layout it returns cut each stage (the ends counting the embedding and the
+    loss as a layer, Megatron-Core's --account-for-embedding-in-pipeline-split) into V equal chunks, are interleaved
+    micro-batches a multiple of PP, and is Transformer Engine's userbuffers overlap among the candidates?"""
+    with pytest.raises(ValueError, match="launch"):
+        planner.plan(L405, RUN405, replace(PAPER, virtual_stages=7))
+    for r in best405:
+        lay, m = r.plan.layout, r.plan.micro_batches
+        counts = planner.stage_layers(L405.n_layers, lay.pp, lay.fewer_layers_at_ends)
+        units = [c + (lay.fewer_layers_at_ends if i in (0, lay.pp - 1) else 0) for i, c in enumerate(counts)]
+        assert all(u % lay.virtual_stages == 0 for u in units) and (lay.virtual_stages == 1 or m % lay.pp == 0)
+    assert any(lay.tp_overlap == "userbuffers" for lay in planner.layouts(L405, RUN405))
+
+
+def test_a_plan_states_its_band_and_caveats_an_mfu_no_published_run_of_its_size_reached():
+    """Findings 7 and 9: the search recommended 70B on 1,024 H100 at MFU 0.55, above every published dense H100 run
+    (best 0.49), and notebook 10 planned the lecture's 7B at 0.52-0.58, without a word. Does every plan state the
+    band the conformance table's spread puts around its MFU, and a caveat where its MFU is above every published run
+    of half to twice its size on that GPU generation?"""
+    from lecture2.planning import reached
+
+    p = planner.plan(SEVEN, RUN, planner.Layout(zero=3))
+    text = p.report()
+    assert "how far to trust it" in text and f"{p.mfu / reached.BAND[2]:.2f}-{p.mfu / reached.BAND[0]:.2f}" in text
+    near = [r for r in reached.REACHED if r[1] == "hopper" and 0.5 <= r[2] / SEVEN.n_params <= 2]
+    assert near and p.mfu > max(r[3] for r in near) and "caveat: planned MFU" in text
+    best70 = planner.search(planner.model("llama3-70b"), planner.Run(gpus=1024, seq_len=8192,
+                                                                     batch_tokens=16 * 2**20), top=1)[0].plan
+    assert any("caveat" in n or "no published run" in n for n in best70.notes)

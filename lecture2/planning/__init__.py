@@ -2,15 +2,18 @@
 
     shapes       a model's shape from a preset, flags or a Hugging Face config.json; parameters and FLOPs per token
     layout       what is trained where (Run) and how the GPUs are split (Layout)
-    compute      GEMM time by shape, attention kernels, memory-bound work: fitted to measurements with sources
-    collectives  the algorithm NCCL picks (ring, tree, NVLS, PAT) and its time, at measured bus bandwidths
+    compute      GEMM time by shape, attention kernels, memory-bound work, kernel launches: fitted to measurements
+    collectives  the algorithm NCCL picks (ring, tree, NVLS, PAT) and its time, at measured bus bandwidths (the one
+                 ring model: lecture2.network reads it)
     schedule     pipeline stages, bubble and in-flight activations (1F1B, interleaved, DualPipe); a simulator
     memory       activations per layer and what the runtime takes
     costs        one layer's kernels and collectives for one micro-batch
     step         plan(): the step as named parts
     plan         the Plan record: MFU, HFU, TFLOP/s per GPU, breakdown, report
-    search       layouts practitioners run, ranked, with what each loses to the best
-    published    the conformance table: published runs beside the plan's prediction
+    search       layouts a framework can launch, ranked, with what each loses to the fastest and which tie with it
+    conventions  what a published MFU, HFU or TFLOP/s counts, and the same count computed from a plan
+    published    the conformance table: published runs beside the plan's prediction, each by its own convention
+    reached      the table's band and what each published run reached, as data every plan reads
 
 `lecture2.planner` re-exports the public names. docs/planning.md states every formula and source.
 """
@@ -24,4 +27,4 @@ __all__ = ["MODELS", "MODULES", "Layout", "ModelShape", "Plan", "Run", "from_con
 # every module of the package: what answers.instruments_off switches off beside a student's answer
 MODULES = tuple(f"lecture2.planning.{name}" for name in (
     "shapes", "layout", "compute", "collectives", "schedule", "memory", "costs", "step", "plan", "search",
-    "published"))
+    "conventions", "published", "reached"))

@@ -34,7 +34,9 @@ from dataclasses import dataclass
 
 from ..hardware import ClusterSpec
 
-__all__ = ["NCCL_VERSION", "Choice", "Group", "choose", "group", "seconds"]
+__all__ = ["BASE_LATENCY_S", "NCCL_VERSION", "NET_STEP_S", "NVLINK_STEP_S", "RING_PLATEAU", "Choice", "Group",
+           "choose", "group", "plateau_applies", "ring_plateau", "ring_seconds", "ring_steps",
+           "seconds"]
 
 NCCL_VERSION = "2.23.4"
 US = 1e-6
@@ -54,6 +56,33 @@ _TREE_CORRECTION = {
     "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
 }
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "send")
+# The ring's Simple protocol, the one large messages use: what lecture2.network's textbook ring reads from here
+BASE_LATENCY_S = _BASE["ring"][2] * US  # per call
+NVLINK_STEP_S = _HW_NVLINK["ring"][2] * US  # per ring step inside a node
+NET_STEP_S = _HW_NET["ring"][2] * US  # per ring step that crosses nodes
+RING_PLATEAU = {"volta": 1.9, "ampere": 1.4, "hopper": 1.4, "blackwell": 1.4}  # compute capability < 8.0: 1.9
+
+
+def ring_steps(op: str, ranks: int, nodes: int = 1) -> tuple[int, int]:
+    """(all steps, steps that cross nodes) of a ring `op` over `ranks` ranks on `nodes` nodes (NCCL's count;
+    broadcast and reduce pipeline down the ring, a send is one hop)."""
+    if op == "all_reduce":
+        return 2 * (ranks - 1), 2 * (nodes - 1)
+    if op in ("all_gather", "reduce_scatter"):
+        return ranks - 1, nodes - 1
+    return ranks, nodes
+
+
+def plateau_applies(op: str, nbytes: float, ranks: int, nodes: int) -> bool:
+    """Whether NCCL's "plateau effect of ring" (ncclTopoGetAlgoTime, tuning.cc since 2.19) applies: a multi-node
+    ring all-reduce with at least 64 bytes per channel and rank (CHANNELS channels, what an 8-NIC node opens)."""
+    return op == "all_reduce" and nodes > 1 and nbytes / (CHANNELS * ranks) >= 64
+
+
+def ring_plateau(op: str, nbytes: float, ranks: int, nodes: int, arch: str) -> float:
+    """The factor NCCL multiplies a ring's latency by: 1.4 on compute capability >= 8.0, 1.9 before, where
+    `plateau_applies`; 1 otherwise."""
+    return RING_PLATEAU.get(arch, RING_PLATEAU["volta"]) if plateau_applies(op, nbytes, ranks, nodes) else 1.0
 
 
 @dataclass(frozen=True)
@@ -104,10 +133,6 @@ class Choice:
         return f"{self.algorithm}/{self.protocol}"
 
 
-def _steps(op: str, n: int) -> int:
-    return 2 * (n - 1) if op == "all_reduce" else n - 1 if op in ("all_gather", "reduce_scatter") else n
-
-
 def _ring(op: str, nbytes: float, g: Group, p: int) -> tuple[float, float]:
     """(latency s, algorithm bandwidth bytes/s) of a ring with protocol index p (LL, LL128, Simple)."""
     n, nodes = g.ranks, g.nodes
@@ -116,16 +141,15 @@ def _ring(op: str, nbytes: float, g: Group, p: int) -> tuple[float, float]:
         busbw = min(_LL_MAX[g.arch] if nodes == 1 else (39.0 if nodes == 2 else 20.4), busbw * 0.5)
     elif p == 1:
         busbw = min(busbw * 0.92, CHANNELS * _LL128_PER_CHANNEL[g.arch])
-    steps = _steps(op, n)
+    steps, inter_steps = ring_steps(op, n, nodes)
     algbw = busbw * n / steps * 1e9
     intra = _HW_NVLINK["ring"][p]
     if nodes > 1:
         intra = max(intra, 1.0 * (3 if p == 2 else 1))  # Intel CPUs: 1 µs network overhead, x 3 for Simple
     inter = (_HW_NET["tree"] if g.per_node == 1 else _HW_NET["ring"])[p]
-    inter_steps = 0 if nodes == 1 else (2 * (nodes - 1) if op == "all_reduce" else nodes - 1)
     latency = _BASE["ring"][p] + (steps - inter_steps) * intra + inter_steps * inter
-    if op == "all_reduce" and p == 2 and nodes > 1 and nbytes / (CHANNELS * n) >= 64:
-        latency *= 1.4 if g.arch in ("hopper", "ampere") else 1.9  # NCCL's "plateau effect of ring"
+    if p == 2:
+        latency *= ring_plateau(op, nbytes, n, nodes, g.cluster.gpu_spec.arch)
     return latency * US, algbw
 
 
@@ -195,6 +219,15 @@ def _best(op: str, nbytes: float, g: Group) -> Choice:
         if best is None or t < best.seconds:
             best = Choice(algorithm, protocol, t, algbw)
     return best
+
+
+def ring_seconds(op: str, nbytes: float, g: Group, protocol: str = "Simple") -> float:
+    """Seconds of one ring `op` of `nbytes` over `g` with `protocol`, whatever NCCL would pick (lecture2.network's
+    textbook ring is this with Simple)."""
+    if g.ranks == 1 or nbytes == 0:
+        return 0.0
+    latency, algbw = _ring(op, float(nbytes), g, _PROTOCOLS.index(protocol))
+    return latency + nbytes / algbw
 
 
 def seconds(op: str, nbytes: float, g: Group, calls: int = 1) -> float:

@@ -13,7 +13,8 @@ Per layer and micro-batch of b sequences of s tokens (s / cp per GPU under conte
                function, MLA's up-projections, and an explicit attention's core, again
 TP  (within a node) per layer: 4 all-reduces of the (b·s, h) activation (2 forward, 2 backward), with SP 6 all-gathers
     and 4 reduce-scatters (the column-parallel layers gather their input again in backward), as lecture2.parallel
-    issues them on a live group; full recompute repeats the forward's. On the critical path unless `tp_overlap`.
+    issues them on a live group; full recompute repeats the forward's. Which of them wait and which run beside a
+    GEMM is `Layout.tp_overlap` (_tp_exposed: Megatron's default hides the backward's behind the weight gradient).
 CP  per layer: all-gather of K and V in forward (Llama 3, §3.3.2), again in backward (the gathered K and V are not
     kept: at 128K they would be another 67 MB per layer and micro-batch), reduce-scatter of their gradients.
 EP  per MoE layer: dispatch and combine all-to-all in forward, the same in backward; tokens to other nodes travel on
@@ -44,11 +45,15 @@ class LayerCost:
     attention_bwd: float
     memory_fwd: float
     memory_bwd: float
+    launch_fwd: float  # the non-GEMM kernels' launch and tail (compute.launch_seconds each, _kernels counts them)
+    launch_bwd: float
     recompute: float
     tp_s: float
     tp_calls: int
     tp_bytes: float  # bytes one GPU sends for the layer's TP collectives (ring factors applied)
     tp_algorithm: str
+    tp_exposed_fwd: float  # of tp_s, what the forward waits for (the overlap mode's, _tp_exposed)
+    tp_exposed_bwd: float  # and the backward (a full recompute's forward collectives included)
     cp_s: float
     cp_bytes: float
     ep_s: float
@@ -56,11 +61,11 @@ class LayerCost:
 
     @property
     def forward(self) -> float:
-        return self.gemm_fwd + self.attention_fwd + self.memory_fwd
+        return self.gemm_fwd + self.attention_fwd + self.memory_fwd + self.launch_fwd
 
     @property
     def backward(self) -> float:
-        return self.gemm_bwd + self.attention_bwd + self.memory_bwd + self.recompute
+        return self.gemm_bwd + self.attention_bwd + self.memory_bwd + self.launch_bwd + self.recompute
 
     @property
     def compute(self) -> float:
@@ -81,14 +86,63 @@ def group_per_node(cluster: hardware.ClusterSpec, sizes: dict[str, int], dim: st
     raise KeyError(dim)
 
 
-def _gemms(rows: int, matrices, t: int, row_parallel: set[str], gpu, kernel: str, share: float) -> tuple[float, float]:
-    """(forward, backward) seconds of `matrices` (name, in, out) for `rows` tokens, split over t GPUs."""
-    fwd = bwd = 0.0
+def _gemms(rows: int, matrices, t: int, row_parallel: set[str], gpu, kernel: str, share: float,
+           chunks: int = 1) -> tuple[float, float, float]:
+    """(forward, input-gradient, weight-gradient) seconds of `matrices` (name, in, out) for `rows` tokens, split
+    over t GPUs; `chunks` > 1 runs the forward and input-gradient GEMMs as that many GEMMs of rows / chunks (how
+    Transformer Engine's userbuffers pipeline a GEMM with its collective)."""
+    fwd = dgrad = wgrad = 0.0
+    part = max(1, rows // chunks)
     for name, i, o in matrices:
         i_, o_ = (i // t, o) if name in row_parallel else (i, max(1, o // t))
-        fwd += compute.gemm_seconds(rows, o_, i_, gpu, kernel, share)
-        bwd += (compute.gemm_seconds(rows, i_, o_, gpu, kernel, share)  # input gradient
-                + compute.gemm_seconds(i_, o_, rows, gpu, kernel, share))  # weight gradient
+        fwd += chunks * compute.gemm_seconds(part, o_, i_, gpu, kernel, share)
+        dgrad += chunks * compute.gemm_seconds(part, i_, o_, gpu, kernel, share)
+        wgrad += compute.gemm_seconds(i_, o_, rows, gpu, kernel, share)
+    return fwd, dgrad, wgrad
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One half of a layer as TP sees it: its column-parallel GEMMs (entered with the input gathered or copied) and
+    its row-parallel ones (left with a reduce-scatter or all-reduce), each (forward, input-gradient, weight-gradient)
+    seconds; `chunked` the same with the forward and input-gradient GEMMs in TP pieces (userbuffers)."""
+
+    col: tuple[float, float, float]
+    row: tuple[float, float, float]
+    col_chunked: tuple[float, float, float]
+    row_chunked: tuple[float, float, float]
+
+
+def _tp_exposed(layout: Layout, ag: float, rs: float, ar: float, blocks: list[_Block]) -> tuple[float, float]:
+    """(forward, backward) seconds one layer's TP collectives add to the critical path, one micro-batch.
+
+    "none": every collective waits. "megatron" (Megatron-LM's default, LinearWithGradAccumulationAndAsyncCommunication
+    in megatron/core/tensor_parallel/layers.py; Korthikanti et al. 2022, §6.2): in backward a column-parallel layer
+    launches its input-gradient all-reduce (SP: the reduce-scatter) and computes its weight gradient meanwhile, and with
+    SP gathers its input again beside its input-gradient GEMM; the rest wait. "userbuffers" (--tp-comm-overlap,
+    Transformer Engine's initialize_ub; needs SP): every all-gather and reduce-scatter is cut into TP pieces and run
+    beside the GEMM that consumes or produces it, the first piece's exchange exposed; the GEMMs run as TP pieces."""
+    mode, t = layout.tp_overlap, layout.tp
+    ub = mode == "userbuffers"
+
+    def beside(comm: float, gemm: float, pieces: bool = False) -> float:
+        return max(0.0, comm - gemm * ((t - 1) / t if pieces else 1.0))
+
+    fwd = bwd = 0.0
+    for blk in blocks:
+        col, row = (blk.col_chunked, blk.row_chunked) if ub else (blk.col, blk.row)
+        if not layout.sp:  # forward: the row-parallel output all-reduced; backward: the input gradient all-reduced
+            fwd += ar
+            bwd += ar if mode == "none" else beside(ar, col[2])
+            continue
+        fwd += (beside(ag, col[0], True) + beside(rs, row[0], True)) if ub else ag + rs
+        bwd += beside(ag, row[1], True) if ub else ag  # the row-parallel layer's output gradient gathered
+        if mode == "none":
+            bwd += ag + rs
+        else:  # the input gathered again beside the input-gradient GEMM, its gradient reduced beside the weight's
+            bwd += beside(ag, col[1]) + beside(rs, col[2])
+    if layout.recompute == "full":  # the recomputed forward issues its collectives again
+        bwd += fwd
     return fwd, bwd
 
 
@@ -115,7 +169,7 @@ def layer_cost(shape: ModelShape, run: Run, layout: Layout, moe: bool) -> LayerC
 
 
 def _layer_cost(shape: ModelShape, run: Run, layout: Layout, moe: bool) -> LayerCost:
-    c = hardware.cluster(run.cluster)
+    c = run.node
     gpu = c.gpu_spec
     t, cp, b, s = layout.tp, layout.cp, layout.micro_batch, run.seq_len
     rows = b * s // cp
@@ -123,40 +177,70 @@ def _layer_cost(shape: ModelShape, run: Run, layout: Layout, moe: bool) -> Layer
     share = 1 - layout.comm_sms / (gpu.sms or 132)
     kernel = run.dtype
     scale = shape.scale  # a preset planned with a round parameter count scales its matrices' work alike
-    attn_fwd_g, attn_bwd_g = _gemms(rows, shape.attention_matrices(), t, {"out"}, gpu, kernel, share)
-    gemm_fwd, gemm_bwd = attn_fwd_g, attn_bwd_g
+    ub = layout.tp_overlap == "userbuffers" and t > 1
+
+    def block(rows_: int, matrices, row_names: set[str], times: int = 1, kernel_: str = kernel) -> _Block:
+        col = [m for m in matrices if m[0] not in row_names]
+        row = [m for m in matrices if m[0] in row_names]
+        parts = [tuple(times * x for x in _gemms(rows_, ms, t, row_names, gpu, kernel_, share, chunks))
+                 for ms, chunks in ((col, 1), (row, 1), (col, t if ub else 1), (row, t if ub else 1))]
+        return _Block(*parts)
+
+    blocks = [block(rows, shape.attention_matrices(), {"out"})]
+    extra = []  # GEMMs outside the TP blocks (the router)
     if moe:
         per_expert = b * s * shape.top_k * layout.ep // (cp * shape.n_experts)
         local = shape.n_experts // layout.ep
-        e_fwd, e_bwd = _gemms(per_expert, shape.mlp_matrices(shape.expert_ffn), t, {"down"}, gpu, kernel, share)
-        s_fwd, s_bwd = _gemms(rows, shape.mlp_matrices(shape.expert_ffn * shape.shared_experts), t, {"down"}, gpu,
-                              kernel, share) if shape.shared_experts else (0.0, 0.0)
-        r_fwd, r_bwd = _gemms(rows, [("router", h, shape.n_experts)], 1, set(), gpu, "bf16", share)
-        gemm_fwd += local * e_fwd + s_fwd + r_fwd
-        gemm_bwd += local * e_bwd + s_bwd + r_bwd
+        experts = block(per_expert, shape.mlp_matrices(shape.expert_ffn), {"down"}, local)
+        if shape.shared_experts:
+            shared = block(rows, shape.mlp_matrices(shape.expert_ffn * shape.shared_experts), {"down"})
+            experts = _Block(*(tuple(x + y for x, y in zip(p, q)) for p, q in zip(
+                (experts.col, experts.row, experts.col_chunked, experts.row_chunked),
+                (shared.col, shared.row, shared.col_chunked, shared.row_chunked))))
+        blocks.append(experts)
+        extra.append(_gemms(rows, [("router", h, shape.n_experts)], 1, set(), gpu, "bf16", share))
         matmul = (shape.top_k + shape.shared_experts) * sum(i * o for _, i, o in shape.mlp_matrices(shape.expert_ffn))
     else:
-        m_fwd, m_bwd = _gemms(rows, shape.mlp_matrices(shape.d_ff), t, {"down"}, gpu, kernel, share)
-        gemm_fwd += m_fwd
-        gemm_bwd += m_bwd
+        blocks.append(block(rows, shape.mlp_matrices(shape.d_ff), {"down"}))
         matmul = sum(i * o for _, i, o in shape.mlp_matrices(shape.d_ff))
     matmul += sum(i * o for _, i, o in shape.attention_matrices())
+    ran = [(blk.col_chunked, blk.row_chunked) if ub else (blk.col, blk.row) for blk in blocks]
+    gemm_fwd = sum(col[0] + row[0] for col, row in ran) + sum(x[0] for x in extra)
+    gemm_bwd = sum(col[1] + col[2] + row[1] + row[2] for col, row in ran) + sum(x[1] + x[2] for x in extra)
     if run.compute_efficiency is not None:  # a what-if: every GEMM at one fraction of the peak
         gemm_fwd = _efficiency_override(run, 2 * matmul * rows / t, gpu, kernel, share)
         gemm_bwd = 2 * gemm_fwd
     gemm_fwd, gemm_bwd = gemm_fwd * scale, gemm_bwd * scale
     heads = shape.n_heads // t
     attn = functools.partial(compute.attention_seconds, s // cp, s, heads, shape.qk_dim, shape.v_dim, gpu,
-                             run.attention_kernel, causal=True, sm_share=share)
-    attention_fwd, attention_bwd = b * attn(passes="fwd"), b * attn(passes="bwd")
+                             run.attention_kernel, causal=True, sm_share=share, batch=b)
+    attention_fwd, attention_bwd = attn(passes="fwd"), attn(passes="bwd")
     mem_fwd = compute.memory_seconds(rows * _elementwise_bytes(shape, layout, run, moe), gpu)
+    k_fwd, k_bwd = _kernels(shape, run, moe)
+    launch_fwd, launch_bwd = k_fwd * compute.launch_seconds(), k_bwd * compute.launch_seconds()
     recompute = {"none": 0.0, "selective": _selective(shape, run, layout, moe, rows, gpu, share, attention_fwd),
-                 "full": gemm_fwd + attention_fwd + mem_fwd}[layout.recompute]
-    tp_s, tp_calls, tp_bytes, tp_alg = _tp(c, layout, rows * h * 2)
+                 "full": gemm_fwd + attention_fwd + mem_fwd + launch_fwd}[layout.recompute]
+    tp_s, tp_calls, tp_bytes, tp_alg, per_call = _tp(c, layout, rows * h * 2)
+    tp_fwd, tp_bwd = _tp_exposed(layout, per_call["all_gather"], per_call["reduce_scatter"], per_call["all_reduce"],
+                                 blocks) if t > 1 else (0.0, 0.0)
     cp_s, cp_bytes = _cp(c, layout, shape, b * s)
     ep_s, ep_bytes = _ep(c, layout, run, shape, rows) if moe else (0.0, 0.0)
-    return LayerCost(gemm_fwd, gemm_bwd, attention_fwd, attention_bwd, mem_fwd, 2 * mem_fwd, recompute,
-                     tp_s, tp_calls, tp_bytes, tp_alg, cp_s, cp_bytes, ep_s, ep_bytes)
+    return LayerCost(gemm_fwd, gemm_bwd, attention_fwd, attention_bwd, mem_fwd, 2 * mem_fwd, launch_fwd, launch_bwd,
+                     recompute,
+                     tp_s, tp_calls, tp_bytes, tp_alg, tp_fwd, tp_bwd, cp_s, cp_bytes, ep_s, ep_bytes)
+
+
+def _kernels(shape: ModelShape, run: Run, moe: bool) -> tuple[int, int]:
+    """(forward, backward) kernels one layer launches besides its GEMMs, as the fused frameworks run it (Megatron-LM,
+    Transformer Engine): 2 norms, 2 residual adds (with the bias and dropout: bias_dropout_add), the activation (bias
+    GELU or SwiGLU), rotary where the model has no learned positions (no biases: Llama-style), the attention (one
+    FlashAttention kernel; explicit: scores, fused scale-mask-softmax, dropout where the run has it, the product);
+    MoE: the router's softmax and top-k, the permute and the un-permute. The backward launches about two of each."""
+    forward = 2 + 2 + 1 + (0 if shape.bias else 1)
+    forward += (3 + run.dropout) if run.attention_kernel == "explicit" else 1
+    if moe:
+        forward += 4
+    return forward, 2 * forward
 
 
 def _selective(shape: ModelShape, run: Run, layout: Layout, moe: bool, rows: int, gpu, share: float,
@@ -193,11 +277,12 @@ def _elementwise_bytes(shape: ModelShape, layout: Layout, run: Run, moe: bool) -
     return total
 
 
-def _tp(c, layout: Layout, tensor: float) -> tuple[float, int, float, str]:
-    """(seconds, calls, bytes sent, NCCL's algorithm) of one layer's TP collectives for one micro-batch."""
+def _tp(c, layout: Layout, tensor: float) -> tuple[float, int, float, str, dict[str, float]]:
+    """(seconds, calls, bytes sent, NCCL's algorithm, seconds of one call by op) of one layer's TP collectives for
+    one micro-batch."""
     t = layout.tp
     if t == 1:
-        return 0.0, 0, 0.0, "-"
+        return 0.0, 0, 0.0, "-", {}
     g = collectives.group(c, t, t)
     full = layout.recompute == "full"
     if layout.sp:
@@ -208,7 +293,8 @@ def _tp(c, layout: Layout, tensor: float) -> tuple[float, int, float, str]:
     factor = {"all_reduce": 2 * (t - 1) / t, "all_gather": (t - 1) / t, "reduce_scatter": (t - 1) / t}
     sent = sum(k * factor[op] * tensor for op, k in calls.items())
     algorithm = collectives.choose(next(iter(calls)), tensor, g).describe()
-    return seconds, sum(calls.values()), sent, algorithm
+    per_call = {op: collectives.seconds(op, tensor, g) for op in ("all_gather", "reduce_scatter", "all_reduce")}
+    return seconds, sum(calls.values()), sent, algorithm, per_call
 
 
 def _cp(c, layout: Layout, shape: ModelShape, tokens: int) -> tuple[float, float]:
@@ -249,7 +335,7 @@ def _ep(c, layout: Layout, run: Run, shape: ModelShape, rows: int) -> tuple[floa
 def head_cost(shape: ModelShape, run: Run, layout: Layout) -> tuple[float, float]:
     """(forward, backward) seconds of the LM head and the loss on the last stage, per micro-batch: the vocabulary-
     parallel GEMM in BF16 and the cross-entropy's passes over the logits (bf16 written, fp32 read and written)."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     gpu = c.gpu_spec
     rows = layout.micro_batch * run.seq_len // layout.cp
     share = 1 - layout.comm_sms / (gpu.sms or 132)

@@ -8,14 +8,18 @@ put every other group one rank per node, so the plans agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .. import estimate, hardware
 
-__all__ = ["ATTENTION", "GEMM_DTYPES", "Layout", "Run", "SCHEDULES"]
+__all__ = ["ATTENTION", "GEMM_DTYPES", "Layout", "Run", "SCHEDULES", "TP_OVERLAP"]
 
 GEMM_DTYPES = ("bf16", "fp8", "fp8-blockwise")  # fp8: per-tensor scales (Transformer Engine, cuBLAS); -blockwise: 1x128
-ATTENTION = ("auto", "flash2", "flash3", "explicit")  # auto: FlashAttention-3 on Hopper, else FlashAttention-2
+ATTENTION = ("auto", "flash1", "flash2", "flash3", "explicit")  # auto: FlashAttention-3 on Hopper, else FlashAttention-2
 SCHEDULES = ("1f1b", "dualpipe")  # 1f1b with virtual_stages > 1 is Megatron's interleaved schedule
+# how TP's collectives meet the GEMMs (lecture2.planning.costs._tp_exposed): none; Megatron-LM's default (the backward's
+# input-gradient collective beside the weight-gradient GEMM); Transformer Engine's userbuffers (--tp-comm-overlap)
+TP_OVERLAP = ("none", "megatron", "userbuffers")
 
 
 @dataclass(frozen=True)
@@ -55,18 +59,23 @@ class Run:
             raise ValueError(f"attention 应是 {ATTENTION} 之一, 得到 {self.attention!r}")
         if self.compute_efficiency is not None and not 0 < self.compute_efficiency <= 1:
             raise ValueError(f"compute_efficiency 应在 (0, 1] 内, 得到 {self.compute_efficiency!r}")
-        hardware.cluster(self.cluster)
+        self.node  # a known cluster, or UnknownGPU (looked up once, here)
         estimate._recipe(self.recipe)  # a known recipe, or KeyError
         if self.batch_tokens % self.seq_len:
             raise ValueError(f"batch_tokens ({self.batch_tokens}) 应是 seq_len ({self.seq_len}) 的整数倍 "
                              f"(a whole number of sequences)")
+
+    @cached_property
+    def node(self) -> hardware.ClusterSpec:
+        """The cluster's row (lecture2.hardware.CLUSTERS), looked up once: every part of the plan reads it here."""
+        return hardware.cluster(self.cluster)
 
     @property
     def attention_kernel(self) -> str:
         """The attention kernel the run uses: "auto" is the fastest published one for the cluster's GPU."""
         if self.attention != "auto":
             return self.attention
-        return "flash3" if hardware.cluster(self.cluster).gpu_spec.arch == "hopper" else "flash2"
+        return "flash3" if self.node.gpu_spec.arch == "hopper" else "flash2"
 
     @property
     def sequences(self) -> int:
@@ -92,8 +101,8 @@ class Layout:
     cp: int = 1  # context parallelism: the sequence split over cp GPUs (Llama 3: all-gather of K and V)
     ep: int = 1  # expert parallelism: the routed experts split over ep GPUs (all-to-all dispatch and combine)
     schedule: str = "1f1b"
-    group: int | None = None  # micro-batches per virtual-stage group (Megatron's microbatch_group_size_per_vp_stage)
-    tp_overlap: bool = False  # TP collectives hidden behind the GEMMs (Transformer Engine's userbuffers)
+    group: int | None = None  # micro-batches per virtual-stage group, Llama 3's N (None: Megatron's, = pp)
+    tp_overlap: str = "megatron"  # one of TP_OVERLAP: Megatron-LM's default unless said
     comm_sms: int = 0  # SMs running communication kernels during the whole step (DeepSeek-V3: 20 of 132)
     last_stage_layers: int | None = None  # layers on the last stage (the rest spread evenly; it also runs the head)
 
@@ -116,15 +125,22 @@ class Layout:
             raise ValueError(f"schedule 应是 {SCHEDULES} 之一, 得到 {self.schedule!r}")
         if self.schedule == "dualpipe" and (self.virtual_stages != 1 or self.pp % 2):
             raise ValueError("dualpipe 需要偶数个 pipeline stage, 且不再切 virtual stages (DualPipe needs an even pp, no virtual stages)")
-        if self.group is not None and (self.group < self.pp or self.virtual_stages == 1):
-            raise ValueError(f"group (micro-batches per virtual-stage group) 只用于 interleaving, 且 >= pp ({self.pp})")
+        if self.group is not None and (self.group < 1 or self.virtual_stages == 1):
+            raise ValueError("group (micro-batches per virtual-stage group, Llama 3's N) 只用于 interleaving, 且 >= 1")
         if self.last_stage_layers is not None and (self.last_stage_layers < 0 or self.fewer_layers_at_ends):
             raise ValueError("last_stage_layers 应 >= 0, 且不和 fewer_layers_at_ends 一起用")
+        if self.tp_overlap not in TP_OVERLAP:
+            raise ValueError(f"tp_overlap 应是 {TP_OVERLAP} 之一, 得到 {self.tp_overlap!r}")
+        if self.tp_overlap == "userbuffers" and not self.sp:
+            raise ValueError("tp_overlap='userbuffers' 需要 sp (Transformer Engine's TP comm overlap needs sequence "
+                             "parallelism)")
         if not isinstance(self.comm_sms, int) or self.comm_sms < 0:
             raise ValueError(f"comm_sms 应是 >= 0 的整数, 得到 {self.comm_sms!r}")
 
     def describe(self) -> str:
-        parts = [f"TP {self.tp}" + (" + SP" if self.sp else "")]
+        parts = [f"TP {self.tp}" + (" + SP" if self.sp else "")
+                 + {"megatron": "", "none": " (no TP overlap)", "userbuffers": " (userbuffers overlap)"}[
+                     self.tp_overlap if self.tp > 1 else "megatron"]]
         if self.cp > 1:
             parts.append(f"CP {self.cp}")
         pipe = f"PP {self.pp}"

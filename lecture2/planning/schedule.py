@@ -20,10 +20,11 @@ is checked against it.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
-__all__ = ["Simulation", "bubble_fraction", "dualpipe_bubble_slots", "in_flight_chunks", "in_flight_layers",
+__all__ = ["Simulation", "bubble_fraction", "bubble_slots", "dualpipe_bubble_slots", "in_flight_chunks", "in_flight_layers",
            "simulate", "stage_layers"]
 
 
@@ -58,11 +59,28 @@ def stage_layers(n_layers: int, pp: int, fewer_at_ends: int = 0, first: int | No
 
 def in_flight_chunks(stage: int, pp: int, micro_batches: int, virtual: int = 1, group: int | None = None) -> int:
     """Chunk forwards stage `stage` holds for backward at its peak (a chunk: layers / virtual of its layers).
-    virtual = 1: min(p - s, m); interleaved: min(2(p - s - 1) + (v - 1)·N + 1, v·m), N = `group` (default p)."""
+    virtual = 1: min(p - s, m); interleaved with Megatron's groups of N = p: min(2(p - s - 1) + (v - 1)·p + 1, v·m);
+    any other group N (Llama 3's flexible N): what `simulate` measures."""
     if virtual == 1:
         return min(pp - stage, micro_batches)
-    n = pp if group is None else group
-    return min(2 * (pp - stage - 1) + (virtual - 1) * n + 1, virtual * micro_batches)
+    if group is None:
+        return min(2 * (pp - stage - 1) + (virtual - 1) * pp + 1, virtual * micro_batches)
+    return _simulated(pp, micro_batches, virtual, group).peak_in_flight[stage]
+
+
+def bubble_slots(pp: int, micro_batches: int, virtual: int = 1, group: int | None = None) -> float:
+    """The pipeline's idle time in slots (one micro-batch's forward and backward through a stage, all its chunks):
+    (p - 1)/v for 1F1B and Megatron's interleaving; for another group N, what `simulate` measures (forward 1 and
+    backward 2 units per chunk, a slot 3·v units)."""
+    if virtual == 1 or group is None:
+        return (pp - 1) / virtual
+    sim = _simulated(pp, micro_batches, virtual, group)
+    return (sim.makespan - sim.busy[0]) / (3 * virtual)
+
+
+@functools.lru_cache(maxsize=512)
+def _simulated(pp: int, micro_batches: int, virtual: int, group: int) -> "Simulation":
+    return simulate(pp, micro_batches, virtual, group)
 
 
 def in_flight_layers(layers: int, stage: int, pp: int, micro_batches: int, virtual: int = 1,
@@ -102,29 +120,29 @@ class Simulation:
 
 def _order(stage: int, pp: int, m: int, v: int, group: int) -> list[tuple[str, int, int]]:
     """Megatron's order of (pass, micro-batch, chunk) on `stage`: forwards of group-sized runs of micro-batches chunk
-    by chunk, warm-up, then one forward / one backward, then the cool-down backwards."""
+    by chunk (the last run shorter when the group does not divide m: Llama 3's flexible N), warm-up, then one forward /
+    one backward, then the cool-down backwards."""
     total = m * v
-
-    def unit(k: int, backward: bool) -> tuple[int, int]:
-        g, r = divmod(k, group * v)
-        chunk, mb = divmod(r, group)
-        return g * group + mb, (v - 1 - chunk) if backward else chunk
-
+    forwards, backwards = [], []
+    for first in range(0, m, group):
+        run = range(first, min(first + group, m))
+        forwards += [(mb, chunk) for chunk in range(v) for mb in run]
+        backwards += [(mb, v - 1 - chunk) for chunk in range(v) for mb in run]
     if v == 1:
         warm = min(pp - stage - 1, m)
     else:
         warm = min(2 * (pp - stage - 1) + (v - 1) * group, total)
     order, f, b = [], 0, 0
     for _ in range(warm):
-        order.append(("F", *unit(f, False)))
+        order.append(("F", *forwards[f]))
         f += 1
     while f < total:
-        order.append(("F", *unit(f, False)))
+        order.append(("F", *forwards[f]))
         f += 1
-        order.append(("B", *unit(b, True)))
+        order.append(("B", *backwards[b]))
         b += 1
     while b < total:
-        order.append(("B", *unit(b, True)))
+        order.append(("B", *backwards[b]))
         b += 1
     return order
 
@@ -133,11 +151,16 @@ def simulate(pp: int, micro_batches: int, virtual: int = 1, group: int | None = 
              forward: float = 1.0, backward: float = 2.0) -> Simulation:
     """Run Megatron's (interleaved) 1F1B order on `pp` stages: a chunk's forward waits for the same micro-batch's
     previous chunk (the stage before, or the last stage for the next chunk round), its backward for the next one's
-    backward; each stage runs its order one unit at a time. Interleaving needs m to be a multiple of p."""
+    backward; each stage runs its order one unit at a time. Megatron's groups (`group` None: N = p) need m to be a
+    multiple of p; another N (Llama 3, §3.3.2: "allows setting N flexibly") runs groups of N, the last one shorter.
+    An order that cannot run (with Megatron's warm-up, any N below p - 1 unless every forward fits in the warm-up:
+    stage 0 waits for a chunk the last stage computes only after a backward that waits for stage 0) is a
+    ValueError."""
     p, m, v = pp, micro_batches, virtual
     n = p if group is None else group
-    if min(p, m, v, n) < 1 or (v > 1 and (m % n or n < p)):
-        raise ValueError(f"interleaving 需要 micro-batch 数 ({m}) 是组大小 ({n}) 的倍数, 且组大小 >= pp ({p})")
+    if min(p, m, v, n) < 1 or (v > 1 and group is None and m % n):
+        raise ValueError(f"interleaving 需要 micro-batch 数 ({m}) 是 pp ({p}) 的倍数 (Megatron), 或给出组大小 group "
+                         f"(Llama 3's flexible N)")
     orders = [_order(s, p, m, v, n) for s in range(p)]
     done: dict[tuple[str, int, int, int], float] = {}  # (pass, micro-batch, virtual stage index, stage) -> finish
     pos, clock = [0] * p, [0.0] * p
@@ -166,6 +189,7 @@ def simulate(pp: int, micro_batches: int, virtual: int = 1, group: int | None = 
                 pos[s] += 1
                 progress = True
     if any(pos[s] < len(orders[s]) for s in range(p)):
-        raise RuntimeError("the schedule deadlocked (a bug in its order)")
+        raise ValueError(f"这个调度会死锁 (this order deadlocks): p={p}, m={m}, v={v}, N={n}: with Megatron's warm-up, "
+                         f"stage 0 waits for a chunk the last stage computes only after a backward that waits for stage 0")
     return Simulation(p, m, v, max(clock), tuple(busy), tuple(peak))
 

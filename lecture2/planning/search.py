@@ -13,27 +13,37 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .. import hardware
+from . import reached
 from .layout import Layout, Run
 from .plan import Plan
 from .shapes import ModelShape, check_divisible
 from .step import peak_memory, plan, usable_memory
 
-__all__ = ["Ranked", "layouts", "search"]
+__all__ = ["Ranked", "layouts", "search", "tied"]
 
 _ZERO = ((0, False), (1, False), (2, False), (3, False), (3, True))
+# (SP, TP overlap) tried with and without tensor parallelism: Megatron's default, and with SP Transformer Engine's
+# userbuffers (--tp-comm-overlap)
+_TP = {False: ((False, "megatron"),), True: ((False, "megatron"), (True, "megatron"), (True, "userbuffers"))}
 
 
 @dataclass
 class Ranked:
-    """A plan in a search's ranking: how much slower its step is than the best, and the part that makes it so."""
+    """A plan in a search's ranking: how much slower its step is than the best, the part that makes it so, and
+    whether it ties with the best (closer than the planner's median error on published runs, reached.TIE)."""
 
     plan: Plan
     loss: float  # step_s / best step_s - 1
     why: str
+    tied: bool = False
 
     def line(self) -> str:
-        behind = "the best" if self.loss == 0 else f"+{self.loss:.1%}: {self.why}"
+        if self.loss == 0:
+            behind = "the fastest planned"
+        elif self.tied:
+            behind = f"+{self.loss:.1%}, a tie: within the planner's {reached.TIE:.1%} median error ({self.why})"
+        else:
+            behind = f"+{self.loss:.1%}: {self.why}"
         return f"{self.plan.summary()}  [{behind}]"
 
 
@@ -57,7 +67,7 @@ def _pipelines(shape: ModelShape, p: int) -> list[dict]:
 
 def layouts(shape: ModelShape, run: Run):
     """Every layout `search` considers (before the memory check): see the module's text."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     seqs = run.sequences
     cps = [1] + ([k for k in (2, 4, 8, 16, 32) if run.seq_len // k >= 2048] if run.seq_len >= 16384 else [])
     for t in (1, 2, 4, 8):
@@ -84,11 +94,11 @@ def layouts(shape: ModelShape, run: Run):
                             if (seqs // d) % b:
                                 continue
                             for zero, hsdp in _ZERO:
-                                for sp in ((False, True) if t > 1 else (False,)):
+                                for sp, overlap in _TP[t > 1]:
                                     for sched in schedules:
                                         yield Layout(tp=t, pp=p, zero=zero, sp=sp, micro_batch=b, hsdp=hsdp, cp=cp,
                                                      ep=ep, schedule=sched, comm_sms=20 if sched == "dualpipe" else 0,
-                                                     **split)
+                                                     tp_overlap=overlap, **split)
 
 
 def _fits(shape, run, layout) -> Plan | None:
@@ -128,11 +138,18 @@ def _why(p: Plan, best: Plan) -> str:
 
 
 def search(shape: ModelShape, run: Run, top: int = 5, where=None) -> list[Ranked]:
-    """The `top` fastest layouts that fit (for a fixed number of GPUs the fastest is also the cheapest), each with
-    what it loses to the best; `where(layout) -> bool` keeps only some (e.g. a published TP and PP)."""
+    """The `top` fastest layouts a framework can launch that fit (for a fixed number of GPUs the fastest is also the
+    cheapest), each with what it loses to the best and whether it ties with it (closer than reached.TIE: the planner
+    cannot tell them apart); `where(layout) -> bool` keeps only some (e.g. a published TP and PP)."""
     found = [p for p in _candidates(shape, run) if where is None or where(p.layout)]
     found.sort(key=lambda x: (round(x.step_s, 6), x.memory["total"]))
     if not found:
         return []
     best = found[0]
-    return [Ranked(p, p.step_s / best.step_s - 1, _why(p, best) if p is not best else "") for p in found[:top]]
+    return [Ranked(p, p.step_s / best.step_s - 1, _why(p, best) if p is not best else "",
+                   p.step_s / best.step_s - 1 < reached.TIE) for p in found[:top]]
+
+
+def tied(ranking: list[Ranked]) -> list[Ranked]:
+    """The layouts of a ranking that tie with its first (the first included)."""
+    return [r for r in ranking if r.loss == 0 or r.tied]

@@ -20,8 +20,8 @@ import functools
 import math
 from dataclasses import dataclass
 
-from .. import estimate, hardware
-from . import collectives, compute, costs, memory, schedule
+from .. import estimate
+from . import collectives, compute, costs, memory, reached, schedule
 from .layout import Layout, Run
 from .plan import Plan
 from .shapes import ModelShape, check_divisible
@@ -42,7 +42,7 @@ class Sizes:
 
 def check(shape: ModelShape, run: Run, layout: Layout) -> Sizes:
     """The derived sizes of `layout`, or ValueError saying why it cannot exist."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     t, p, v, cp, ep = layout.tp, layout.pp, layout.virtual_stages, layout.cp, layout.ep
     if run.gpus % (t * p * cp):
         raise ValueError(f"GPUs ({run.gpus}) 要被 tp x cp x pp = {t * cp * p} 整除 (must divide by tp x cp x pp)")
@@ -57,9 +57,11 @@ def check(shape: ModelShape, run: Run, layout: Layout) -> Sizes:
     if run.sequences % (d * layout.micro_batch):
         raise ValueError(f"每步 {run.sequences} 个序列分不成 DP {d} x micro-batch {layout.micro_batch} (the global batch must divide by DP x micro-batch)")
     m = run.sequences // (d * layout.micro_batch)
-    if v > 1 and (p == 1 or m % (layout.group or p)):
-        raise ValueError(f"interleaving (virtual_stages > 1) 需要 pp > 1, 且 micro-batch 数 ({m}) 是 "
-                         f"{layout.group or p} 的倍数 (Megatron: micro-batches must be a multiple of pp)")
+    if v > 1 and (p == 1 or (layout.group is None and m % p)):
+        raise ValueError(f"interleaving (virtual_stages > 1) 需要 pp > 1, 且 micro-batch 数 ({m}) 是 pp ({p}) 的倍数 "
+                         f"(Megatron: micro-batches must be a multiple of pp; Llama 3's flexible N: give group)")
+    if v > 1 and layout.group is not None:
+        schedule.bubble_slots(p, m, v, layout.group)  # the order runs, or ValueError says why not
     if ep > 1 and (not shape.moe or (d * cp) % ep or shape.n_experts % ep):
         raise ValueError(f"ep={ep} 需要 MoE 模型, 且要整除 dp x cp = {d * cp} 和专家数 {shape.n_experts} (expert parallelism needs an MoE model and must divide dp x cp and the experts)")
     if run.dtype.startswith("fp8") and c.gpu_spec.arch == "ampere":
@@ -67,8 +69,14 @@ def check(shape: ModelShape, run: Run, layout: Layout) -> Sizes:
     if c.gpu_spec.arch == "ampere" and run.attention_kernel == "flash3":
         raise ValueError("FlashAttention-3 只在 Hopper 上 (flash3 needs Hopper)")
     counts, moe_counts = _split(shape, p, layout.fewer_layers_at_ends, layout.last_stage_layers)
-    if v > min(c_ for c_ in counts if c_) or (0 in counts[:-1]):
-        raise ValueError(f"virtual_stages={v} 多于一段的层数 {min(counts)} (more virtual stages than a stage's layers)")
+    if 0 in counts[:-1]:
+        raise ValueError(f"{shape.n_layers} 层分不成 {p} 段 (a pipeline stage without layers)")
+    units = list(counts)  # Megatron-Core counts the embedding and the loss as a layer each where the ends hold fewer
+    units[0] += layout.fewer_layers_at_ends  # (--account-for-embedding-in-pipeline-split, ...-loss-...)
+    units[-1] += layout.fewer_layers_at_ends
+    if v > 1 and any(u % v for u in units):
+        raise ValueError(f"virtual_stages={v} 不整除每段的层数 {sorted(set(units))} (Megatron cuts each stage into v "
+                         f"chunks of equal layers: a layout no framework can launch)")
     return Sizes(d, m, counts, moe_counts, {"tp": t, "cp": cp, "dp": d, "pp": p})
 
 
@@ -112,7 +120,7 @@ def stage_memory(shape: ModelShape, run: Run, layout: Layout, sizes: Sizes, i: i
     r = estimate._recipe(run.recipe)
     red = 4 if run.reduce_dtype == "fp32" else 2
     d, cp, z = sizes.dp, layout.cp, layout.zero
-    c = hardware.cluster(run.cluster)
+    c = run.node
     dp_per_node = costs.group_per_node(c, sizes.order, "dp")[1]
     shard = (dp_per_node if layout.hsdp else d * cp)
     shard_e = max(1, shard // layout.ep)
@@ -162,7 +170,7 @@ def _dp_groups(c, sizes: Sizes, layout: Layout):
 
 def data_parallel(shape, run, layout, sizes, cost_mb: dict, heavy: int) -> tuple[dict, float, float]:
     """(the DP comm record, seconds exposed once per step, seconds exposed per micro-batch)."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     r = estimate._recipe(run.recipe)
     red = 4 if run.reduce_dtype == "fp32" else 2
     d, z, m = sizes.dp, layout.zero, sizes.micro_batches
@@ -228,7 +236,7 @@ def data_parallel(shape, run, layout, sizes, cost_mb: dict, heavy: int) -> tuple
 
 def stage_time(shape, run, layout, sizes, i: int) -> dict:
     """One micro-batch through stage `i`: kernels and collectives by kind (seconds), and the bytes it sends."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     dense = costs.layer_cost(shape, run, layout, False)
     moe = costs.layer_cost(shape, run, layout, True) if shape.moe else dense
     n, n_moe = sizes.counts[i], sizes.moe_counts[i]
@@ -236,6 +244,7 @@ def stage_time(shape, run, layout, sizes, i: int) -> dict:
     parts = {"GEMMs": sum(k * (x.gemm_fwd + x.gemm_bwd) for k, x in lay),
              "attention": sum(k * (x.attention_fwd + x.attention_bwd) for k, x in lay),
              "memory-bound": sum(k * (x.memory_fwd + x.memory_bwd) for k, x in lay),
+             "kernel launches between the GEMMs": sum(k * (x.launch_fwd + x.launch_bwd) for k, x in lay),
              "recompute": sum(k * x.recompute for k, x in lay)}
     forward = sum(k * x.forward for k, x in lay)
     backward = sum(k * x.backward for k, x in lay)
@@ -244,7 +253,7 @@ def stage_time(shape, run, layout, sizes, i: int) -> dict:
         parts["LM head and loss"] = head_f + head_b
         forward, backward = forward + head_f, backward + head_b
     tp = sum(k * x.tp_s for k, x in lay)
-    tp_exposed = max(0.0, tp - parts["GEMMs"]) if layout.tp_overlap else tp
+    tp_exposed = sum(k * (x.tp_exposed_fwd + x.tp_exposed_bwd) for k, x in lay)
     cp = sum(k * x.cp_s for k, x in lay)
     ep = sum(k * x.ep_s for k, x in lay)
     kernels = sum(parts.values())
@@ -298,12 +307,12 @@ def peak_memory(shape: ModelShape, run: Run, layout: Layout) -> float:
 
 def usable_memory(run: Run) -> float:
     """What the device reports, less the driver's reservation (bytes)."""
-    return float(hardware.cluster(run.cluster).gpu_spec.memory_bytes - memory.DRIVER_RESERVED)
+    return float(run.node.gpu_spec.memory_bytes - memory.DRIVER_RESERVED)
 
 
 def plan(shape: ModelShape, run: Run, layout: Layout) -> Plan:
     """Memory, communication, time, MFU and HFU of training `shape` as `run` says, laid out as `layout`."""
-    c = hardware.cluster(run.cluster)
+    c = run.node
     gpu = c.gpu_spec
     sizes = check(shape, run, layout)
     p, m, v = layout.pp, sizes.micro_batches, layout.virtual_stages
@@ -317,14 +326,19 @@ def plan(shape: ModelShape, run: Run, layout: Layout) -> Plan:
     if layout.schedule == "dualpipe":
         bubble = schedule.dualpipe_bubble_slots(p) * st["forward"]
     else:
-        bubble = (p - 1) / v * slot
+        bubble = schedule.bubble_slots(p, m, v, layout.group) * slot
     dp, step_exposed, mb_exposed = data_parallel(shape, run, layout, sizes, st, slow)
     pipeline_s = m * (slot + mb_exposed) + bubble
     r = estimate._recipe(run.recipe)
     dense, expert = stage_params(shape, layout, sizes, slow)
     shard = sizes.dp * layout.cp if layout.zero >= 1 else 1
     opt_params = dense / shard + expert / max(1, shard // layout.ep)
-    optimizer_s = compute.memory_seconds(opt_params * (2 * r.optimizer + r.gradients + r.weights), gpu)
+    # Adam on this GPU's shard: read the gradient, read and write the states and the master weights, write the model
+    # weights; before it the gradients' norm for clipping reads them once (Megatron's clip_grad_norm_fp32), after it
+    # the gradient buffer (the whole stage's, unless ZeRO-2/3 shard it) is zeroed for the next step (zero_grad_buffer)
+    grads_held = dense + expert if layout.zero < 2 else opt_params
+    optimizer_s = compute.memory_seconds(opt_params * (2 * r.optimizer + 2 * r.gradients + r.weights)
+                                         + grads_held * r.gradients, gpu)
     comm = {"tp": {"bytes": m * st["tp_bytes"], "seconds": m * st["tp"], "exposed_s": m * st["tp_exposed"],
                    "calls": m * st["tp_calls"], "algorithm": st["tp_algorithm"]},
             "pp": {"bytes": 0.0, "seconds": m * st["p2p"], "exposed_s": m * st["p2p"], "calls": 2 * v * m * (p > 1),
@@ -347,10 +361,31 @@ def plan(shape: ModelShape, run: Run, layout: Layout) -> Plan:
         compute_parts["SMs taken by overlapped collectives"] = interference
     step_s = pipeline_s + step_exposed + optimizer_s + interference
     model_flops, executed = flops_per_step(shape, run, layout)
-    notes = _notes(shape, run, layout, gpu)
+    notes = _notes(shape, run, layout, gpu) + caveats(shape, run, model_flops / (run.gpus * gpu.peak_flops("bf16") * step_s))
     return Plan(shape, run, layout, sizes.dp, m, stages[fullest], "only" if p == 1 else f"{fullest} of {p}",
                 usable_memory(run), comm, compute_parts, bubble, optimizer_s, step_s,
                 model_flops, executed, gpu.peak_flops("bf16"), notes)
+
+
+def caveats(shape: ModelShape, run: Run, mfu: float) -> list[str]:
+    """What the published runs say about a planned MFU: the band the conformance table's spread puts around it, and a
+    caveat when it is above every published run of that size (half to twice the parameters) on that GPU generation
+    (lecture2.planning.reached)."""
+    lo, _, hi = reached.BAND
+    notes = [f"how far to trust it: the published runs of the conformance table ran at {1 / hi:.2f}-{1 / lo:.2f} x "
+             f"their planned speed (docs/planning.md §8); at that spread this plan's MFU is {mfu / hi:.2f}-{mfu / lo:.2f}"]
+    arch = run.node.gpu_spec.arch
+    near = [r for r in reached.REACHED if r[1] == arch and 0.5 <= r[2] / shape.n_params <= 2]
+    if not near:
+        notes.append(f"no published run of {shape.n_params / 1e9:.3g}B parameters (within 2x) on {arch.title() or 'this GPU'} "
+                     "in the conformance table to hold this plan to")
+    else:
+        best = max(near, key=lambda r: r[3])
+        if mfu > best[3]:
+            notes.append(f"caveat: planned MFU {mfu:.2f} is above every published run of this size on this GPU "
+                         f"generation (best: {best[0]}, {best[3]:.2f} counted as here): treat it as a ceiling, not a "
+                         f"forecast")
+    return notes
 
 
 def _notes(shape, run, layout, gpu) -> list[str]:
