@@ -19,7 +19,8 @@ classrun.py. The package by layer, each using only those below it (docs/architec
     prepare       submission.py (the file), source.py (a cell as Python), scan.py, plan.py, advice.py
     the boundary  judge.py, link.py (its end of the wire), kernel.py (the student's end), sandbox.py (the walls)
     records       records.py (Judged, StudentRun, ClassRun), score.py (points), course.py (the instructor's
-                  notebooks), runtime.py (a run's settings and every time limit), files.py, text.py (escaping)
+                  notebooks), runtime.py (a run's settings and every time limit), draws.py (the secrets hidden
+                  cases are drawn from), files.py, text.py (escaping)
 
 Around grading, the term: intake/ and collect.py take an LMS download into submitted/, notebook by notebook,
 earlier copies kept; handin.py a student's hand-in zip; export.py the grades for Canvas and Moodle.

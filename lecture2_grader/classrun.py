@@ -25,7 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ASSIGNMENT, artifacts, classreport, gradebook, pipeline, store
+from . import ASSIGNMENT, artifacts, classreport, draws, gradebook, pipeline, store
 from .course import Notebook, load_course
 from .records import ClassRun, Judged, StudentRun
 from .run import Executor
@@ -129,8 +129,9 @@ class ClassGrading:
         self.store = store.Store(course)
         self.registered: Background | None = None
 
-    def prepare(self, names: list[str], code: str) -> list[Work]:
-        """Every chosen notebook of every student, read and planned (a student without a folder: one problem)."""
+    def prepare(self, names: list[str], code: str, secret: bytes) -> list[Work]:
+        """Every chosen notebook of every student, read and planned (a student without a folder: one problem); its
+        hidden cases drawn from the student's own secret, made from the course's `secret` (draws.py)."""
         work = []
         for name in names:
             progress = self.students[name] = Progress(StudentRun(name))
@@ -144,7 +145,7 @@ class ClassGrading:
                 progress.run.problems.append(f"unexpected files ignored: {', '.join(terminal(u, 80) for u in unexpected[:5])}")
             for file_name, nb in self.notebooks.items():
                 job = guarded("reading", nb, progress.run, pipeline.prepare, name, folder / file_name, nb, self.runtime,
-                              code)
+                              code, draws.student_draw(secret, name, file_name))
                 if job is not None:
                     work.append(Work(name, nb, job))
                     progress.pending += 1
@@ -255,6 +256,10 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
     if not names and not notes:
         raise SystemExit(f"error: {submitted} holds no student folder")
     every = load_course(course)
+    try:
+        secret = draws.course_secret(course)
+    except draws.SecretUnusable as err:
+        raise SystemExit(f"error: {err}") from None
     grading = ClassGrading(course, runtime, every, select_notebooks(every, notebooks))
     scratch = Path(tempfile.mkdtemp(prefix="lecture2-grade-"))
     own_executor = executor is None
@@ -270,7 +275,7 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
         executor = executor or LocalExecutor(runtime, jobs)
         executor.warm(list(grading.notebooks))  # this machine: the judges' fork server starts importing torch
         grading.registered = registering
-        work = grading.prepare(names, pipeline.code_digest(runtime.package))
+        work = grading.prepare(names, pipeline.code_digest(runtime.package), secret)
         fonts.result()
         for progress in grading.students.values():
             if progress.pending == 0:

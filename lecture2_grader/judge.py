@@ -127,6 +127,8 @@ def kernel_link(job: dict):
 def judge(job: dict, wait=None) -> Judged:
     """Run a job's test cells in order, the student's process running the cells before each; the results. With
     `wait`, the student's process is started first, then `wait()` is called (the executor's turn to judge)."""
+    from lecture2 import checks
+
     link = kernel_link(job)
     sink = Sink()
     pending = sorted(job["cells"], key=lambda c: c["at"])
@@ -137,16 +139,17 @@ def judge(job: dict, wait=None) -> Judged:
         if wait is not None:
             link.warm()
             wait()
-        for test in job["tests"]:
-            before = [c for c in pending if c["at"] < test["index"]]
-            pending = pending[len(before):]
-            if before:
-                link.new_budget()
-                for status in link.run_cells(before, job["cell_timeout"]):
-                    cell = CellStatus.from_json(status)
-                    if cell is not None:
-                        cells[cell.index] = cell
-            results.append(run_test(link, sink, test, job["answer_names"], job["cell_timeout"]))
+        with checks.drawing_from(job.get("draw")):  # the student's own hidden cases (draws.py)
+            for test in job["tests"]:
+                before = [c for c in pending if c["at"] < test["index"]]
+                pending = pending[len(before):]
+                if before:
+                    link.new_budget()
+                    for status in link.run_cells(before, job["cell_timeout"]):
+                        cell = CellStatus.from_json(status)
+                        if cell is not None:
+                            cells[cell.index] = cell
+                results.append(run_test(link, sink, test, job["answer_names"], job["cell_timeout"]))
     except Stopped:
         stopped = True
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second request to stop must not interrupt the cleanup

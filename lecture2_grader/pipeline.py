@@ -49,15 +49,17 @@ class Job:
     notices: list[str] = field(default_factory=list)  # advice for the student (advice.py): validate and feedback
 
 
-def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_digest: str = "") -> Job:
-    """Read `path` and plan its run; a file that cannot be read is a Job with judge None and a problem."""
+def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_digest: str = "",
+            draw: str | None = None) -> Job:
+    """Read `path` and plan its run; a file that cannot be read is a Job with judge None and a problem. `draw`: the
+    secret (hex) its hidden cases are drawn from (draws.py; None: the judge makes one at random)."""
     try:
         file_hash = store.file_hash(path) if path.is_file() and not path.is_symlink() else None
     except OSError as err:
         return Job(student, nb.name, {}, [f"cannot be read ({err.strerror}) (0 points)"], [], None)
     if file_hash is None:
         return Job(student, nb.name, {}, ["notebook missing (0 points)"], [], None)
-    digest = store.key(file_hash, nb.digest, package_digest)
+    digest = store.key(file_hash, nb.digest, package_digest, draw or "")
     index_of = {c.grade_id: c.index for c in nb.cells if c.grade_id}
     course_sources = {c.visible: c.index for c in nb.cells if c.kind != "markdown"}
     visible = {c.grade_id: c.visible for c in nb.cells if c.grade_id and c.kind in ("code", "test")}
@@ -69,7 +71,8 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
     findings = [str(f) for f in scan.scan(answers.sources)]
     kernel = plan.kernel_plan(nb, answers)
     notices = advice.skipped_own_cells(answers, kernel) + advice.edited_course_cells(nb, answers)
-    job = {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells, "answer_names": nb.answer_names()}
+    job = {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells, "answer_names": nb.answer_names(),
+           "draw": draw}
     return Job(student, nb.name, answers.sources, list(answers.problems), findings, job, digest, notices)
 
 
