@@ -23,20 +23,9 @@ def _listed(names) -> str:
     return ", ".join(names[:8]) + (f" 等 {len(names)} 个 (and more)" if len(names) > 8 else "")
 
 
-def _answers_read(answers: Answers) -> set[str] | None:
-    """Every name the answer cells read; None when one reads names dynamically (globals(), eval, ...)."""
-    found: set[str] = set()
-    for source in answers.sources.values():
-        got = plan.reads(source)
-        if got is None:
-            return None
-        found |= got
-    return found
-
-
 def skipped_own_cells(answers: Answers, kernel: plan.KernelPlan) -> list[str]:
     """One notice per own cell the grader does not run (plan.own_cell): which, why, and whether points are at stake."""
-    read = _answers_read(answers)
+    read = kernel.read
     notes = []
     for cell, verdict in kernel.skipped_own:
         touched = set(verdict.touches)
