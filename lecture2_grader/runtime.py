@@ -23,6 +23,9 @@ STARTS_PER_TEST_CELL = 3  # starts of the student's process that one test cell's
 STARTS_PER_NOTEBOOK = 12  # and one notebook's
 FIRST_WORKER_SECONDS = 600.0  # a Dask worker to pass its check (a Slurm job may queue)
 MEMORY_BYTES = sandbox.Limits.memory  # one notebook's student process (--memory-limit), as the sandbox has it
+READ_SECONDS = 20.0  # reading one file: outputs skipped, sources parsed, scanned, planned (readers.py). Linear: a
+#                      notebook saved from Jupyter takes under a second, 4 GiB of saved plots a few seconds
+READ_MEMORY = 2 * 2**30  # and the memory its reader may take (32 MiB of sources parsed as JSON: a few hundred MiB)
 
 
 @dataclass
@@ -38,6 +41,7 @@ class Runtime:
     mpl_cache: Path | None = None
     threads: int = 1
     forkserver: bool = True  # judges forked from one process that imported torch once (else a fresh process each)
+    read_timeout: float = READ_SECONDS  # one file's reading, in a reader process (readers.py)
 
     @classmethod
     def for_class(cls, jobs: int = 1, cell_timeout: float = CELL_SECONDS, notebook_timeout: float = NOTEBOOK_SECONDS,

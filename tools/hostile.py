@@ -14,7 +14,7 @@ proportion. The benchmark (tools/bench_reading.py) and the fuzz test (tests/test
     huge-string   a string of n bytes in a cell's outputs (never read) and one of n/8 in the metadata
     long-source   own cells of short assignment lines, 90,000 characters each (long cells every reader walks)
     many-cells    2,000 own cells sharing n bytes
-    edited-cell   a locked course cell rewritten as up to 90,000 characters of other lines (difflib compared every pair)
+    edited-cell   a locked course cell rewritten as up to 90,000 characters of other lines (the advice counts them)
 """
 from __future__ import annotations
 
