@@ -103,7 +103,9 @@ def guarded(stage: str, nb: Notebook, run: StudentRun, fn, *args):
     try:
         return fn(*args)
     except Exception as err:  # noqa: BLE001  a grader bug must cost one notebook, not the class
-        run.problems.append(f"{nb.stem}: the grader failed at {stage} ({type(err).__name__}: {err}); "
+        where = traceback.extract_tb(err.__traceback__)[-1:]
+        at = f" at {os.path.basename(where[0].filename)}:{where[0].lineno}" if where else ""
+        run.problems.append(f"{nb.stem}: the grader failed at {stage} ({type(err).__name__}{at}); "  # its words only
                             "this notebook scores 0 until it is graded again")
         if os.environ.get("LECTURE2_GRADER_DEBUG"):
             traceback.print_exc()

@@ -1,0 +1,64 @@
+"""lecture2_grader.judge: does the judge quote only its own words and the values it computed, and is it bounded?"""
+from __future__ import annotations
+
+import json
+import time
+
+import torch
+
+from lecture2 import checks
+from lecture2_grader import judge
+from lecture2_grader.link import WITHHELD
+
+
+class _Tainted:
+    tainted = True
+
+
+def test_a_group_that_ends_after_a_hidden_case_keeps_its_verdict_and_hint_only():
+    """A visible group of a later test cell, failed by a process that had received a hidden case: what it would show
+    (the message, what came back, its ratio) is formatted from what that process sent, so only its verdict, its hint
+    and a fixed note are kept. A group before any hidden case keeps its details."""
+    sink = judge.Sink()
+    outcome = {"passed": False, "status": "failed", "hint": checks.HINTS["bits_for_bytes"], "hint_key": "bits_for_bytes",
+               "message": "tensor_bytes: expected 48, got 9994242 (the hidden shapes, encoded)", "what": "tensor_bytes",
+               "want": "48", "got": "9994242", "ratio": 208213.4, "difference": 9994194.0}
+    sink.report("before", {"real tensors": dict(outcome)})
+    sink.link = _Tainted()
+    sink.group_done("after", "real tensors")
+    sink.report("after", {"real tensors": dict(outcome)})
+    assert sink.reports["before"]["real tensors"]["got"] == "9994242"
+    kept = sink.reports["after"]["real tensors"]
+    assert kept == {"passed": False, "status": "failed", "hint": checks.HINTS["bits_for_bytes"],
+                    "hint_key": "bits_for_bytes", "message": WITHHELD}
+
+
+def test_a_grader_failure_is_said_in_the_graders_words_only():
+    """An exception that leaves the judge may have been built from what the student's process sent (the red team's
+    `GraderBug` with 2,000 characters of theirs): the failure names no class of theirs and quotes no message."""
+    theirs = type("GraderBug", (Exception,), {"__module__": "answer"})
+    try:
+        raise theirs("every hidden shape: " + "(83, 12, 7) " * 100)
+    except theirs as err:
+        failure = judge.grader_failure(err)
+    assert failure["error"].startswith("the grader's judge failed (an exception at test_grade_judge.py:")
+    assert "GraderBug" not in json.dumps(failure) and "hidden shape" not in json.dumps(failure)
+    try:
+        {}["key"]
+    except KeyError as err:
+        assert "KeyError at test_grade_judge.py" in judge.grader_failure(err)["error"]
+
+
+def test_a_value_in_a_message_is_summarised_not_expanded():
+    """torch's repr prints every element of a tensor whose dimensions are all small (2**20 int8 elements: 10 s and
+    860 MB); a check's message shows shape, dtype and a few elements, in no time, whatever came back."""
+    odd = torch.zeros((2,) * 22, dtype=torch.int8)
+    start = time.perf_counter()
+    try:
+        checks.expect_equal(odd, 48, what="tensor_bytes((3, 4), torch.float32)")
+    except checks.CheckFailed as err:
+        message = str(err)
+    assert time.perf_counter() - start < 1.0
+    assert "shape=(2, 2, 2" in message and "torch.int8" in message and len(message) < 600
+    assert checks.shown(list(range(10**6))) == "[0, 1, 2, 3, 4, 5, …]"
+    assert checks.shown({"max": torch.ones(3)}).startswith("{'max': tensor(shape=(3,), dtype=torch.float32")
