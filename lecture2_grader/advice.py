@@ -11,6 +11,7 @@ from .course import Notebook, top_level_names
 from .submission import Answers
 
 FIRST_LINE = 80  # characters of a cell's first line quoted to name it
+NAMED = 20  # own cells not run that are named one by one (then how many in all)
 
 
 def first_line(source: str) -> str:
@@ -27,7 +28,10 @@ def skipped_own_cells(answers: Answers, kernel: plan.KernelPlan) -> list[str]:
     """One notice per own cell the grader does not run (plan.own_cell): which, why, and whether points are at stake."""
     read = kernel.read
     notes = []
-    for cell, verdict in kernel.skipped_own:
+    if len(kernel.skipped_own) > NAMED:
+        notes.append(f"你自己的单元格中有 {len(kernel.skipped_own)} 个评分时没有运行 (of your own cells, "
+                     f"{len(kernel.skipped_own)} were not run by the grader)；下面是前 {NAMED} 个 (the first {NAMED})。")
+    for cell, verdict in kernel.skipped_own[:NAMED]:
         touched = set(verdict.touches)
         at_stake = None if read is None else touched & read
         if at_stake is None:

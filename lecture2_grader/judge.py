@@ -172,6 +172,9 @@ def run_job(job: dict, wait=None) -> dict:
     """Set this process up for `job` (threads, GPU, the grading flag) and judge it; the results as JSON-able data
     (records.Judged). Call it in a fresh process: `python -m lecture2_grader.judge`, or a child of the fork server."""
     signal.signal(signal.SIGTERM, _on_term)
+    from .sandbox import limit_data
+
+    limit_data(job.get("judge_memory"))  # a check that formats or builds too much fails with MemoryError, here only
     if not job.get("cuda", True):
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the student's process has no GPU: the checks must not use one
     os.environ["NBGRADER_EXECUTION"] = "autograde"

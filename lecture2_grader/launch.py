@@ -35,7 +35,8 @@ def run(judge_job: dict, runtime: Runtime, slot: threading.Semaphore | None = No
     one before is judged (the sandbox and the process are the next notebook's own, and run nothing before their
     turn). The notebook's time limit counts from the slot; `started` gets that moment (time.perf_counter())."""
     judge_job = {**judge_job, "cell_timeout": runtime.cell_timeout, "threads": runtime.threads, "cuda": runtime.cuda,
-                 "kernel": runtime.kernel_spec()}  # this machine's: what a job carries is the same everywhere
+                 "kernel": runtime.kernel_spec(),  # this machine's: what a job carries is the same everywhere
+                 "judge_memory": None if runtime.cuda else runtime.judge_memory}  # a GPU's driver maps its own
     slot = slot or contextlib.nullcontext()
     if runtime.forkserver and forkserver_usable():
         return _execute_forked(judge_job, runtime, slot, started)

@@ -110,6 +110,7 @@ class KernelLink:
         self._tail: _Tail | None = None
         self._gave_up = False
         self._starts_here = 0  # starts since new_budget()
+        self._printed = 0  # characters of cells' output kept so far, for the whole notebook (PRINTED)
 
     # ---- process
 
@@ -347,6 +348,10 @@ class KernelLink:
         start = time.monotonic()
         status = _clean_statuses(self._exchange({"op": "run", "cells": [cell], "timeout": timeout}), [cell])[0]
         status["seconds"] = round(time.monotonic() - start, 3)
+        room = max(0, PRINTED - self._printed)
+        if len(status["stdout"]) > room:
+            status["stdout"] = status["stdout"][-room:] if room else PRINTED_NOTE
+        self._printed += len(status["stdout"])
         if self.tainted:
             status["stdout"] = WITHHELD if status["stdout"] else ""
             if status["status"] != "ok":
@@ -365,6 +370,8 @@ class KernelLink:
 
 
 WITHHELD = "(not kept: the process had received a hidden check's inputs by then)"
+PRINTED = 200_000  # characters of what a notebook's cells printed, kept for its autograded notebook, all together
+PRINTED_NOTE = "(not kept: the notebook's cells had printed more than the grader keeps)"
 TAINTED_DETAIL = "what it sent is not kept: it had received a hidden check's inputs"
 
 

@@ -28,7 +28,8 @@ JUDGING = ("course.py", "submission.py", "source.py", "plan.py", "pipeline.py", 
 
 
 def code_digest(package: Path) -> str:
-    """Content hash of the code a judge's results depend on: the course's package and the JUDGING modules."""
+    """Content hash of the code a judge's results depend on: the course's package (every file: its profiles' JSON
+    too) and the JUDGING modules."""
     h = hashlib.sha256(tree_digest(package).encode())
     for name in JUDGING:
         h.update(name.encode() + b"\0" + (GRADER / name).read_bytes() + b"\0")
@@ -45,7 +46,8 @@ class Job:
     problems: list[str]
     findings: list[str]
     judge: dict | None  # the judge's job (test cells, cells, answer names); None when the file could not be read
-    digest: str = ""  # store.key of the submission, the instructor's notebook and the code: the regrade cache key
+    digest: str = ""  # store.key of the submission, the instructor's notebook, the code (every file of lecture2 and the
+    #                   JUDGING modules), the run's limits and the draw: the regrade cache key
     notices: list[str] = field(default_factory=list)  # advice for the student (advice.py): validate and feedback
 
 
@@ -59,7 +61,7 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
         return Job(student, nb.name, {}, [f"cannot be read ({err.strerror}) (0 points)"], [], None)
     if file_hash is None:
         return Job(student, nb.name, {}, ["notebook missing (0 points)"], [], None)
-    digest = store.key(file_hash, nb.digest, package_digest, draw or "")
+    digest = store.key(file_hash, nb.digest, package_digest + "\0" + runtime.judging_key(), draw or "")
     index_of = {c.grade_id: c.index for c in nb.cells if c.grade_id}
     course_sources = {c.visible: c.index for c in nb.cells if c.kind != "markdown"}
     visible = {c.grade_id: c.visible for c in nb.cells if c.grade_id and c.kind in ("code", "test")}

@@ -22,32 +22,15 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from . import pipeline
+from . import pipeline, sandbox
 from .course import Notebook
 from .runtime import GRADER, READ_MEMORY, START_SECONDS, Runtime
-
-
-def _limit_memory(limit: int) -> None:
-    """At most `limit` bytes of this process's data (heap, anonymous maps) beyond what it holds now. A mapped notebook
-    file is not data: a file of gigabytes of outputs is mapped, never copied."""
-    import resource
-
-    held = 0
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            held = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmData:")), 0)
-    except (OSError, ValueError):
-        pass
-    try:
-        resource.setrlimit(resource.RLIMIT_DATA, (held + limit, held + limit))
-    except (ValueError, OSError):
-        pass
 
 
 def _serve(inbox, outbox, memory: int) -> None:
     """A reader: pipeline.prepare for each task received, its Job sent back (or the grader's own error, its class and
     where, never a message: a message could quote the file)."""
-    _limit_memory(memory)
+    sandbox.limit_data(memory)
     outbox.send("ready")
     while True:
         try:

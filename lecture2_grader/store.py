@@ -4,8 +4,9 @@
 
 A notebook is run again only when its key changes. The key is the content hash of the things a result
 depends on: the student's submitted file (its bytes), the instructor's notebook and its release, the code
-that grades it (the lecture2 package and this grader) and the secret the notebook's hidden cases are drawn from
-(draws.py: the same for every run of the course). Anything else (a file's modification time, another
+that grades it (every file of the lecture2 package, its profiles' JSON included, and this grader's judging
+modules), the run's limits (Runtime.judging_key: time limits, the sandbox's memory and sizes, threads, GPU) and the
+secret the notebook's hidden cases are drawn from (draws.py: the same for every run of the course). Anything else (a file's modification time, another
 notebook, another student) does not run it again. Every outcome is stored, a notebook's failure too (its cause:
 "time limit", "crash"; a protocol error or a stopped process is part of the judge's results), so that a submission
 that stalls its judge costs the class once, not at every `make grade`. Only a notebook the executor lost (a worker

@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 
 import torch
 
+from judging import runtime
 from lecture2 import checks
 from lecture2_grader import judge
 from lecture2_grader.link import WITHHELD
+from lecture2_grader.runtime import GRADER
 
 
 class _Tainted:
@@ -49,6 +54,24 @@ def test_a_grader_failure_is_said_in_the_graders_words_only():
         assert "KeyError at test_grade_judge.py" in judge.grader_failure(err)["error"]
 
 
+def _judge_process(job: dict, timeout: float = 120) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(GRADER.parent), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-m", "lecture2_grader.judge"], input=json.dumps(job).encode(),
+                          capture_output=True, timeout=timeout, env=env)
+    return json.loads(done.stdout)
+
+
+def test_the_judge_has_a_memory_limit_of_its_own():
+    """A check that allocates past the judge's memory limit fails with MemoryError in the judge (its test cell's
+    error), instead of taking the grading machine's memory."""
+    rt = runtime()
+    job = {"tests": [{"index": 1, "grade_id": "t", "source": "x = bytearray(3 * 2**30)\n"}], "cells": [],
+           "answer_names": [], "cell_timeout": 30, "kernel": rt.kernel_spec(), "judge_memory": 512 * 2**20,
+           "threads": None}
+    results = _judge_process(job)
+    assert results["tests"][0]["status"] == "error" and results["tests"][0]["error"]["ename"] == "MemoryError"
+
+
 def test_a_value_in_a_message_is_summarised_not_expanded():
     """torch's repr prints every element of a tensor whose dimensions are all small (2**20 int8 elements: 10 s and
     860 MB); a check's message shows shape, dtype and a few elements, in no time, whatever came back."""
@@ -62,3 +85,29 @@ def test_a_value_in_a_message_is_summarised_not_expanded():
     assert "shape=(2, 2, 2" in message and "torch.int8" in message and len(message) < 600
     assert checks.shown(list(range(10**6))) == "[0, 1, 2, 3, 4, 5, …]"
     assert checks.shown({"max": torch.ones(3)}).startswith("{'max': tensor(shape=(3,), dtype=torch.float32")
+
+
+def test_the_stored_results_key_holds_the_runs_limits_and_every_file_of_lecture2(tmp_path):
+    """A result stored under one run's limits (a "time limit" failure at --cell-timeout 5) is not reused under
+    others; a change of any file of lecture2 a judge reads (profiles/*.json too, not only its modules) is a new key."""
+    import shutil
+
+    import submissions as sub
+    from conftest import RELEASE, ROOT, SOLUTIONS
+    from lecture2_grader import course, pipeline
+
+    name = "01_tensors_dtypes.ipynb"
+    nb = course.load(SOLUTIONS / name, RELEASE / name)
+    sub.write(sub.filled(name), tmp_path / name)
+    short, longer = runtime(), runtime()
+    short.cell_timeout, longer.cell_timeout = 5, 120
+    keys = {pipeline.prepare("ana", tmp_path / name, nb, rt, "code").digest for rt in (short, longer)}
+    assert len(keys) == 2
+    longer.limits.memory = 2 * short.limits.memory if short.limits.memory else 2**33
+    assert pipeline.prepare("ana", tmp_path / name, nb, longer, "code").digest not in keys
+    package = tmp_path / "lecture2"
+    shutil.copytree(ROOT / "lecture2", package, ignore=shutil.ignore_patterns("__pycache__"))
+    before = pipeline.code_digest(package)
+    profile = next(package.glob("profiles/*.json"))
+    profile.write_text(profile.read_text() + "\n")
+    assert pipeline.code_digest(package) != before
