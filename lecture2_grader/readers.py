@@ -84,23 +84,32 @@ class Readers:
         self._all: list[_Reader] = []
 
     def _take(self) -> _Reader:
+        """A free reader, or a new one while fewer than `slots` run (one killed for its file frees its slot)."""
+        while True:
+            with self._lock:
+                if self._started < self.slots:
+                    self._started += 1
+                    break
+            try:
+                return self._free.get(timeout=0.5)
+            except queue.Empty:
+                continue
+        try:
+            reader = _Reader(self.memory)
+        except BaseException:
+            with self._lock:
+                self._started -= 1
+            raise
         with self._lock:
-            if self._started < self.slots:
-                self._started += 1
-                try:
-                    reader = _Reader(self.memory)
-                except BaseException:
-                    self._started -= 1
-                    raise
-                self._all.append(reader)
-                return reader
-        return self._free.get()
+            self._all.append(reader)
+        return reader
 
     def _replace(self, reader: _Reader) -> None:
         reader.kill()
         with self._lock:
-            self._all.remove(reader)
-            self._started -= 1
+            if reader in self._all:  # (not after close: it took them all)
+                self._all.remove(reader)
+                self._started -= 1
 
     def prepare(self, student: str, path: Path, nb: Notebook, code: str = "", draw: str | None = None) -> pipeline.Job:
         """pipeline.prepare(student, path, nb, ...) in a reader, within the runtime's read_timeout; a file that takes

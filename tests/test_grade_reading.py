@@ -116,3 +116,31 @@ def test_a_file_past_its_reading_budget_costs_its_own_notebook_only(tmp_path):
         assert pool.prepare("next", fine, NB).judge is not None, "a new reader reads the next file"
     finally:
         pool.close()
+
+
+def test_a_reader_killed_for_its_file_frees_its_slot_for_the_files_waiting(tmp_path):
+    """One reader, two threads: the first file runs past its budget while the second waits for the reader; the
+    second is read by the reader started in the first one's place."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    slow = tmp_path / "slow" / NAME
+    slow.parent.mkdir()
+    text = json.dumps(hostile.base())
+    cut = text.index('"outputs": [') + len('"outputs": [')
+    slow.write_text(text[:cut] + "[]," * 3_000_000 + text[cut:])
+    fine = tmp_path / "fine" / NAME
+    fine.parent.mkdir()
+    fine.write_text(text)
+    rt = runtime()
+    rt.read_timeout = 0.5
+    pool = readers.Readers(1, rt)
+    try:
+        pool.prepare("warm", fine, NB)
+        with ThreadPoolExecutor(2) as threads:
+            first = threads.submit(pool.prepare, "slow", slow, NB)
+            time.sleep(0.1)
+            second = threads.submit(pool.prepare, "next", fine, NB)
+            assert first.result(timeout=60).judge is None
+            assert second.result(timeout=60).judge is not None  # a small file: read well within 0.5 s
+    finally:
+        pool.close()
