@@ -65,10 +65,15 @@ class Sink:
         after its process had received a hidden case (then what it shows would be formatted from what that process
         sent back: its verdict, its hint and a fixed note)."""
         clean = {}
+        from lecture2 import checks
+
         for label, outcome in (groups or {}).items():
             tainted = (str(name), str(label)) in self.tainted
             keep = VERDICT if str(label) in self.hidden_labels or tainted else SHOWN
             entry = {k: _trim(v) for k, v in dict(outcome).items() if k in keep}
+            key = entry.get("hint_key")  # a hint is the course's text of its key, whatever the check passed
+            entry["hint_key"] = key if isinstance(key, str) and key in checks.HINTS else None
+            entry["hint"] = checks.HINTS[key] if entry["hint_key"] else None
             if tainted and entry.get("status") != "passed":
                 entry["message"] = WITHHELD
             clean[str(label)] = entry
@@ -87,7 +92,10 @@ def _error(err: BaseException, filename: str, hidden: tuple[int, int] | None, ta
     hint_key = getattr(err, "hint_key", None)
     from lecture2 import checks
 
-    return {"ename": type(err).__name__, "message": message, "line": line,
+    ename = type(err).__name__
+    if tainted:  # an answer's exception comes back under its own class name: its built-in base only
+        ename = next((c.__name__ for c in type(err).__mro__ if c.__module__ == "builtins"), "Exception")
+    return {"ename": ename, "message": message, "line": line,
             "hint_key": hint_key if isinstance(hint_key, str) and hint_key in checks.HINTS else None,
             "hint": checks.HINTS[hint_key] if isinstance(hint_key, str) and hint_key in checks.HINTS else None}
 

@@ -207,9 +207,9 @@ class KernelLink:
 
     def _read(self, call: str, deadline: float, op: str = "call") -> object:
         """The reply to request `call` (of kind `op`: "hello", "run" or a call), decoded. A call's reply is its `ok`
-        value, the answer's exception raised (`raised`: after a hidden case, its built-in class with a fixed note) or
-        a timeout; a run's is its cells' statuses (through the decoder's grammar, like any value). Anything else, an
-        exception in reply to a run included, is a protocol error of this call."""
+        value, the answer's exception raised (`raised`) or a timeout; a run's is its cells' statuses (through the
+        decoder's grammar, like any value). Anything else, an exception in reply to a run included, is a protocol
+        error of this call."""
         header = self._read_exact(4, deadline)
         size = struct.unpack(">I", header)[0]
         if size > wire.LIMITS.message:
@@ -232,8 +232,8 @@ class KernelLink:
                           "error)")
         if call != "hello":
             self._answered.add(call)
-        if "raised" in reply:
-            raise answers.rebuild_exception(reply["raised"] if not self.tainted else _withheld(reply["raised"]))
+        if "raised" in reply:  # the check may tell the usual mistake by it; after a hidden case nothing of it is kept
+            raise answers.rebuild_exception(reply["raised"])  # (judge.Sink, judge._error)
         if "timeout" in reply:
             raise answers.AnswerTimeout("did not return within the time the check had left")
         try:
@@ -373,16 +373,6 @@ WITHHELD = "(not kept: the process had received a hidden check's inputs by then)
 PRINTED = 200_000  # characters of what a notebook's cells printed, kept for its autograded notebook, all together
 PRINTED_NOTE = "(not kept: the notebook's cells had printed more than the grader keeps)"
 TAINTED_DETAIL = "what it sent is not kept: it had received a hidden check's inputs"
-
-
-def _withheld(info: object) -> dict:
-    """What a check sees of an exception a process raised after it had received a hidden case: the built-in class
-    it derives from (ValueError still catches it) and a fixed note; its own class name and message are not kept."""
-    import builtins
-
-    base = info.get("builtin") if isinstance(info, dict) else None
-    base = base if isinstance(getattr(builtins, str(base), None), type) else "Exception"
-    return {"types": [base], "builtin": base, "message": WITHHELD}
 
 
 class Unasked(answers.AnswerUnavailable):

@@ -111,3 +111,15 @@ def test_the_stored_results_key_holds_the_runs_limits_and_every_file_of_lecture2
     profile = next(package.glob("profiles/*.json"))
     profile.write_text(profile.read_text() + "\n")
     assert pipeline.code_digest(package) != before
+
+
+def test_a_check_cells_own_error_names_no_class_of_the_students_after_a_hidden_case():
+    """An answer's exception that escapes a test cell's groups (its class made by the student: `"L_" + data`) is
+    recorded under its built-in base, with a fixed note, once the process had received a hidden case."""
+    theirs = type("L_83_12_7", (ValueError,), {"__module__": "answer"})
+    try:
+        raise theirs("HIDDEN<[(83, 12, 7)]")
+    except theirs as err:
+        before, after = judge._error(err, "<cell>", None, False), judge._error(err, "<cell>", None, True)
+    assert before["ename"] == "L_83_12_7" and "HIDDEN" in before["message"]
+    assert after["ename"] == "ValueError" and after["message"] == WITHHELD
