@@ -20,6 +20,7 @@ import codecs
 import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,14 +76,19 @@ _SKIPPED = re.compile(rb'"(?:outputs|attachments)"[ \t\r\n]*:[ \t\r\n]*')
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 
 
-def _value_end(raw, start: int) -> int | None:
+def _value_end(raw, start: int, deadline: float | None = None) -> int | None:
     """Where the JSON array or object opening at `start` ends (just past its closing bracket); None when it never
     closes (then the file is not valid JSON). Each byte is looked at once: brackets are counted, and a string is
     crossed from its opening quote to the first quote not escaped by an odd run of backslashes (each run belongs to
-    the one quote it precedes). An unterminated string ends the search at once; nothing is copied."""
-    depth, at = 0, start
+    the one quote it precedes). An unterminated string ends the search at once; nothing is copied. Unreadable past
+    `deadline` (time.monotonic()), looked at every 65,536 brackets."""
+    depth, at, seen = 0, start, 0
     while True:
         for match in _STRUCTURE.finditer(raw, at):
+            seen += 1
+            if deadline is not None and not seen & 0xFFFF and time.monotonic() > deadline:
+                raise Unreadable("its saved outputs take too long to skip (brackets nested in the millions): not a "
+                                 "notebook this grader reads")
             i = match.start()
             byte = raw[i]
             if byte == 0x22:  # a string: find its end, then look for brackets again after it
@@ -106,12 +112,13 @@ def _value_end(raw, start: int) -> int | None:
             return None
 
 
-def strip_outputs(raw) -> bytes:
+def strip_outputs(raw, deadline: float | None = None) -> bytes:
     """The JSON bytes of a notebook (UTF-8: bytes, or an mmap of the file) with the value of every "outputs" and
     "attachments" key replaced by an empty one, found without parsing or copying what is skipped, in one pass over
     the file: time linear in its size, memory in what is kept. In valid JSON an unescaped quote followed by
     `outputs":` can only open that key (a closing quote is followed by , : ] or }). Anything else is left for the
-    JSON parser to judge. Unreadable as soon as what is kept is over MAX_SOURCES."""
+    JSON parser to judge. Unreadable as soon as what is kept is over MAX_SOURCES, or past `deadline`
+    (time.monotonic(): make collect gives each file READ_SECONDS)."""
     kept, size, at, end = [], 0, 0, len(raw)
 
     def keep(stop: int) -> None:
@@ -133,7 +140,7 @@ def strip_outputs(raw) -> bytes:
         value = match.end()
         if value >= end or raw[value] not in b"[{":
             continue
-        stop = _value_end(raw, value)
+        stop = _value_end(raw, value, deadline)
         if stop is None:
             break  # never closed: not valid JSON, and the parser will say so
         keep(value)
@@ -143,7 +150,7 @@ def strip_outputs(raw) -> bytes:
     return b"".join(kept)
 
 
-def notebook_text(path: Path) -> str:
+def notebook_text(path: Path, deadline: float | None = None) -> str:
     """The JSON text of the notebook file at `path`, its outputs skipped (`strip_outputs`) without reading them
     into memory: UTF-8 with or without a BOM is mapped, not read; UTF-16/32 (rare, and never large) is decoded
     whole. Unreadable when what is left is over MAX_SOURCES or is not text."""
@@ -163,7 +170,7 @@ def notebook_text(path: Path) -> str:
         if size == 0:
             return ""
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            stripped = strip_outputs(mapped)
+            stripped = strip_outputs(mapped, deadline)
     return decode(stripped)
 
 

@@ -237,3 +237,23 @@ def test_collecting_streams_every_entry_to_disk_whatever_the_archive(course, mon
     assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MiB held"
     assert sum("not read (the files of this zip take over 160 MiB)" in u for u in unplaced) == 6, unplaced
     assert not list((course / "downloaded").glob(".spool-*")), "the spool is removed"
+
+
+def test_a_file_slow_to_read_is_placed_by_its_name_within_the_reading_budget(course, monkeypatch):
+    """Recognising a file by its cells gives it READ_SECONDS (here 0.2 s): millions of brackets in its outputs (a few
+    MB zipped) are not read for ever; a file so named is placed (grading then says it took too long), a misnamed one
+    is reported as not recognised."""
+    import time
+
+    from lecture2_grader import runtime
+
+    text = _nb(NB1).decode()
+    cut = text.index('"outputs": [') + len('"outputs": [')
+    slow = (text[:cut] + "[]," * 8_000_000 + text[cut:]).encode()
+    archive = _zip(course / "slow.zip", {"kim/01_tensors_dtypes.ipynb": slow, "lee/notes.ipynb": slow})
+    monkeypatch.setattr(runtime, "READ_SECONDS", 0.2)
+    start = time.monotonic()
+    placed, unplaced = collect(course, [archive])
+    assert time.monotonic() - start < 20
+    assert placed == {"kim": ["01_tensors_dtypes (new)"]}, (placed, unplaced)
+    assert any("notes.ipynb" in u and "no notebook of the assignment recognised" in u for u in unplaced), unplaced
