@@ -18,8 +18,11 @@ what a cell prints earns nothing.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import random
+import secrets
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,8 +30,9 @@ from dataclasses import dataclass
 from . import wire
 from .answers import AnswerTimeout, AnswerUnavailable  # noqa: F401  (checks.AnswerUnavailable: for test cells)
 
-__all__ = ["CheckFailed", "Exercise", "HINTS", "Mistake", "by_formula", "exercise", "expect", "expect_close",
-           "expect_equal", "expect_type", "fail", "grading", "hint_key", "mistake", "register_hints", "reporting_to"]
+__all__ = ["CheckFailed", "Exercise", "HINTS", "Mistake", "by_formula", "drawing_from", "drawn", "exercise", "expect",
+           "expect_close", "expect_equal", "expect_type", "fail", "grading", "hint_key", "mistake", "register_hints",
+           "reporting_to", "shown"]
 
 
 class CheckFailed(AssertionError):
@@ -255,14 +259,79 @@ def grading() -> bool:
     return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
-def _fmt(value: object) -> str:
+SHOWN_CHARACTERS = 200  # of a value a message shows (what came back, what was expected)
+SHOWN_ITEMS = 6  # elements of a tensor, items of a container, shown before "…"
+
+
+def shown(value: object) -> str:
+    """`value` as a message shows it, at most SHOWN_CHARACTERS characters, in time and memory that do not grow with
+    it: a tensor as its shape, dtype and first elements (never torch's repr, which prints every element of a tensor
+    whose dimensions are all small: 10 s and 860 MB for one of 2**20 bytes), a container as its first items, a string
+    as its start. Anything that is not built of built-in types (and torch's) shows as its type, never its repr."""
     if type(value) is float:
         return f"{value:.6g}"
     try:
-        text = repr(value) if _foreign(value) is None else object.__repr__(value)
-    except Exception:
+        text = _summary(value, 0) if _foreign(value) is None else object.__repr__(value)
+    except Exception:  # noqa: BLE001  a value that cannot even be summarised: its type
         text = f"<{type(value).__name__}>"
-    return text if len(text) <= 200 else text[:200] + "…"
+    return text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "…"
+
+
+_fmt = shown  # the name the comparisons below use
+
+
+def _summary(value: object, depth: int) -> str:
+    kind = type(value)
+    torch = sys.modules.get("torch")
+    if torch is not None and kind in (torch.Tensor, torch.nn.Parameter):
+        return _tensor_summary(value)
+    if kind is float:
+        return f"{value:.6g}"
+    if kind is str:
+        return repr(value[:SHOWN_CHARACTERS]) + ("…" if len(value) > SHOWN_CHARACTERS else "")
+    if kind is bytes:
+        return repr(value[:SHOWN_CHARACTERS]) + ("…" if len(value) > SHOWN_CHARACTERS else "")
+    if kind is int:
+        return repr(value) if value.bit_length() < 700 else f"<an int of {value.bit_length()} bits>"
+    if kind in (list, tuple, set, frozenset, dict):
+        if depth >= 3:
+            return f"<{kind.__name__} of {len(value)}>"
+        items = list(value.items() if kind is dict else value)[:SHOWN_ITEMS] if len(value) <= SHOWN_ITEMS else \
+            [item for item, _ in zip(value.items() if kind is dict else value, range(SHOWN_ITEMS))]
+        parts = [f"{_summary(k, depth + 1)}: {_summary(v, depth + 1)}" if kind is dict else _summary(k, depth + 1)
+                 for k, v in (items if kind is dict else ((i, None) for i in items))]
+        more = ", …" if len(value) > SHOWN_ITEMS else ""
+        body = ", ".join(parts) + more
+        if kind is list:
+            return f"[{body}]"
+        if kind is tuple:
+            return f"({body}{',' if len(value) == 1 else ''})"
+        if kind is dict:
+            return "{" + body + "}"
+        if not value:
+            return f"{kind.__name__}()"
+        return "{" + body + "}" if kind is set else f"frozenset({{{body}}})"
+    return repr(value)  # None, bool, complex, torch.dtype, torch.device, torch.Size, wire.Unsupported: short
+
+
+def _tensor_summary(t) -> str:
+    """tensor(shape=(2, 3), dtype=torch.float32, values [0, 1, 2, …]): a few elements read one by one."""
+    shape = tuple(t.shape)
+    numel = 1
+    for n in shape:
+        numel *= n
+    values = ""
+    if t.device.type != "meta" and numel:
+        first = []
+        for i in range(min(numel, SHOWN_ITEMS)):
+            index, rest = [], i
+            for n in reversed(shape):
+                index.append(rest % n)
+                rest //= n
+            item = t.detach()[tuple(reversed(index))].item()
+            first.append(f"{item:.6g}" if type(item) is float else repr(item))
+        values = ", values [" + ", ".join(first) + (", …" if numel > SHOWN_ITEMS else "") + "]"
+    return f"tensor(shape={shape}, dtype={t.dtype}{values})"
 
 
 def _is_number(value: object) -> bool:
@@ -444,6 +513,43 @@ def expect(condition: object, message: str) -> None:
             raise CheckFailed(f"{message}\n(检查得到的不是 True/False，而是 {kind.__name__}：返回值的类型不对)")
     if not condition:
         raise CheckFailed(message)
+
+
+# ---- hidden cases: drawn from a secret the student's process never holds
+
+DRAW_SECRET_ENV = "LECTURE2_DRAW_SECRET"  # hex: the secret of a process that was given none (to repeat a run's draws)
+_DRAW_SECRET: bytes | None = None  # the secret of the test cells running now (`drawing_from`), else this process's own
+
+
+def drawn(label: str) -> random.Random:
+    """The random.Random a test cell's hidden cases are drawn from: seeded from the secret of this run (`drawing_from`:
+    under the course's grader, one made from the course's secret and the student's id, in the judge, so each student
+    gets their own cases and a regrade the same ones) and `label`, which names the draw within the notebook (e.g.
+    "tensor_bytes: drawn shapes": two draws with one label are the same cases). The seed never leaves this process:
+    the student's process receives the cases' inputs only. With no secret given (the lab, `make validate`, nbval),
+    one is made at random once per process ($LECTURE2_DRAW_SECRET, in hex, repeats a run's draws)."""
+    global _DRAW_SECRET
+    if _DRAW_SECRET is None:
+        given = os.environ.get(DRAW_SECRET_ENV, "")
+        try:
+            _DRAW_SECRET = bytes.fromhex(given) if given else secrets.token_bytes(32)
+        except ValueError:
+            raise ValueError(f"${DRAW_SECRET_ENV} must be hex digits") from None
+    seed = hashlib.sha256(_DRAW_SECRET + b"\0" + str(label).encode("utf-8")).digest()
+    return random.Random(int.from_bytes(seed, "big"))
+
+
+@contextmanager
+def drawing_from(secret: str | bytes | None):
+    """While the block runs, `drawn` seeds from `secret` (hex text or bytes; None keeps this process's own)."""
+    global _DRAW_SECRET
+    saved = _DRAW_SECRET
+    if secret is not None:
+        _DRAW_SECRET = bytes.fromhex(secret) if isinstance(secret, str) else bytes(secret)
+    try:
+        yield
+    finally:
+        _DRAW_SECRET = saved
 
 
 _SINK = None  # where exercises' outcomes go while a test cell runs: chosen by the caller (`reporting_to`)

@@ -14,12 +14,14 @@ classrun.py. The package by layer, each using only those below it (docs/architec
     the class     classrun.py: a short loop over records; gradebook.py, report.py, classreport.py
     where judges  run/: the executor interface; local.py this machine, dask.py and clusters.py a Dask cluster
     run              (Slurm, Kubernetes); preflight.py the proof that the sandbox works
-    one notebook  pipeline.py; launch.py starting its judge (preload*.py what the judges' fork server imports);
-                  artifacts.py and feedback.py what it leaves; store.py its stored run
+    one notebook  pipeline.py; readers.py reading its file within a time and memory limit; launch.py starting its
+                  judge (preload*.py what the judges' fork server imports); artifacts.py and feedback.py what it
+                  leaves; store.py its stored run
     prepare       submission.py (the file), source.py (a cell as Python), scan.py, plan.py, advice.py
     the boundary  judge.py, link.py (its end of the wire), kernel.py (the student's end), sandbox.py (the walls)
     records       records.py (Judged, StudentRun, ClassRun), score.py (points), course.py (the instructor's
-                  notebooks), runtime.py (a run's settings and every time limit), files.py, text.py (escaping)
+                  notebooks), runtime.py (a run's settings and every time limit), draws.py (the secrets hidden
+                  cases are drawn from), files.py, text.py (escaping)
 
 Around grading, the term: intake/ and collect.py take an LMS download into submitted/, notebook by notebook,
 earlier copies kept; handin.py a student's hand-in zip; export.py the grades for Canvas and Moodle.

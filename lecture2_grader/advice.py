@@ -4,13 +4,14 @@ course version ran instead. Advice only: it comes from the notebook's sources, b
 changes a score. Every student text it quotes is escaped where it is shown (text.py)."""
 from __future__ import annotations
 
-import difflib
+from collections import Counter
 
 from . import plan
 from .course import Notebook, top_level_names
 from .submission import Answers
 
 FIRST_LINE = 80  # characters of a cell's first line quoted to name it
+NAMED = 20  # own cells not run that are named one by one (then how many in all)
 
 
 def first_line(source: str) -> str:
@@ -23,22 +24,14 @@ def _listed(names) -> str:
     return ", ".join(names[:8]) + (f" 等 {len(names)} 个 (and more)" if len(names) > 8 else "")
 
 
-def _answers_read(answers: Answers) -> set[str] | None:
-    """Every name the answer cells read; None when one reads names dynamically (globals(), eval, ...)."""
-    found: set[str] = set()
-    for source in answers.sources.values():
-        got = plan.reads(source)
-        if got is None:
-            return None
-        found |= got
-    return found
-
-
 def skipped_own_cells(answers: Answers, kernel: plan.KernelPlan) -> list[str]:
     """One notice per own cell the grader does not run (plan.own_cell): which, why, and whether points are at stake."""
-    read = _answers_read(answers)
+    read = kernel.read
     notes = []
-    for cell, verdict in kernel.skipped_own:
+    if len(kernel.skipped_own) > NAMED:
+        notes.append(f"你自己的单元格中有 {len(kernel.skipped_own)} 个评分时没有运行 (of your own cells, "
+                     f"{len(kernel.skipped_own)} were not run by the grader)；下面是前 {NAMED} 个 (the first {NAMED})。")
+    for cell, verdict in kernel.skipped_own[:NAMED]:
         touched = set(verdict.touches)
         at_stake = None if read is None else touched & read
         if at_stake is None:
@@ -53,6 +46,14 @@ def skipped_own_cells(answers: Answers, kernel: plan.KernelPlan) -> list[str]:
         notes.append(f"你自己的单元格 (your own cell) 「{first_line(cell.source)}」评分时没有运行 (not run by the grader)："
                      f"{verdict.doing}{touches}。{risk}。")
     return notes
+
+
+def changed_lines(course: str, theirs: str) -> int:
+    """How many lines an edit changed (at least 1): the larger of the lines only one side has, counted as multisets.
+    Linear in the cells (difflib's ndiff compares every pair of differing lines: minutes for a cell of 100,000
+    characters)."""
+    ours, mine = Counter(course.strip().splitlines()), Counter(theirs.strip().splitlines())
+    return max(1, sum((ours - mine).values()), sum((mine - ours).values()))
 
 
 def edited_course_cells(nb: Notebook, answers: Answers) -> list[str]:
@@ -72,8 +73,7 @@ def edited_course_cells(nb: Notebook, answers: Answers) -> list[str]:
         if ours - mine:
             changes.append(f"课程的版本定义了 (the course's version defines) {_listed(ours - mine)}，你的版本没有")
         if not changes:
-            diff = [d for d in difflib.ndiff(course.strip().splitlines(), theirs.strip().splitlines()) if d[:1] in "+-"]
-            changes.append(f"改了 {max(1, len(diff) // 2)} 行 (lines changed)")
+            changes.append(f"改了 {changed_lines(course, theirs)} 行 (lines changed)")
         for name in mine - ours:
             only_theirs[name] = gid
         notes.append(f"{what} {gid}「{first_line(course)}」被修改了 (was edited)：{ran}。{'；'.join(changes)}。")

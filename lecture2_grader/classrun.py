@@ -3,9 +3,10 @@ the class.
 
     run = grade_class(course, runtime)          a records.ClassRun: each student's scores and problems, the notes
 
-The loop, over typed records: each student's notebooks are prepared (pipeline.prepare: read, scan, plan); a
-notebook whose stored run has the same key (store.py) is not run again; the rest go to the executor (this
-machine's pool, or a Dask cluster: lecture2_grader.run) and come back as records.Judged, which are stored at once;
+The loop, over typed records: each student's notebooks are prepared (pipeline.prepare: read, scan, plan) in reader
+processes, each file within its own time and memory (readers.py), several at once; as each is read, a notebook whose
+stored run has the same key (store.py) is not run again, and the rest go to the executor at once (this machine's
+pool, or a Dask cluster: lecture2_grader.run) and come back as records.Judged, which are stored at once;
 each is finished (points), written (the autograded notebook, the summary, the feedback page), and when a student's
 last notebook is in, their scores go to the gradebook, in this thread only. At the end grades.csv and the class
 report. Every stage of every notebook is guarded: a file or a run that breaks something costs that notebook only.
@@ -21,12 +22,13 @@ import tempfile
 import threading
 import time
 import traceback
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ASSIGNMENT, artifacts, classreport, gradebook, pipeline, store
+from . import ASSIGNMENT, artifacts, classreport, draws, gradebook, pipeline, store
 from .course import Notebook, load_course
+from .readers import Readers
 from .records import ClassRun, Judged, StudentRun
 from .run import Executor
 from .run.local import LocalExecutor
@@ -46,6 +48,16 @@ class Progress:
     pending: int = 0
     results: dict[str, NotebookResult] = field(default_factory=dict)
     blank: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Task:
+    """One student's notebook, to read: where it is and the secret its hidden cases are drawn from (draws.py)."""
+
+    student: str
+    nb: Notebook
+    path: Path
+    draw: str
 
 
 @dataclass
@@ -76,6 +88,9 @@ class Background:
         except BaseException as err:  # noqa: BLE001  raised again by result(), in the caller's thread
             self._error = err
 
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
     def result(self):
         self._thread.join()
         if self._error is not None:
@@ -88,7 +103,9 @@ def guarded(stage: str, nb: Notebook, run: StudentRun, fn, *args):
     try:
         return fn(*args)
     except Exception as err:  # noqa: BLE001  a grader bug must cost one notebook, not the class
-        run.problems.append(f"{nb.stem}: the grader failed at {stage} ({type(err).__name__}: {err}); "
+        where = traceback.extract_tb(err.__traceback__)[-1:]
+        at = f" at {os.path.basename(where[0].filename)}:{where[0].lineno}" if where else ""
+        run.problems.append(f"{nb.stem}: the grader failed at {stage} ({type(err).__name__}{at}); "  # its words only
                             "this notebook scores 0 until it is graded again")
         if os.environ.get("LECTURE2_GRADER_DEBUG"):
             traceback.print_exc()
@@ -128,10 +145,12 @@ class ClassGrading:
         self.done: list[StudentRun] = []
         self.store = store.Store(course)
         self.registered: Background | None = None
+        self.notes: list[str] = []  # the preflight's
 
-    def prepare(self, names: list[str], code: str) -> list[Work]:
-        """Every chosen notebook of every student, read and planned (a student without a folder: one problem)."""
-        work = []
+    def tasks(self, names: list[str], secret: bytes) -> list[Task]:
+        """Every chosen notebook of every student, to read (a student without a folder: one problem); each drawing
+        its hidden cases from the student's own secret, made from the course's `secret` (draws.py)."""
+        tasks = []
         for name in names:
             progress = self.students[name] = Progress(StudentRun(name))
             folder = self.course / "submitted" / name / ASSIGNMENT
@@ -143,18 +162,21 @@ class ClassGrading:
             if unexpected:
                 progress.run.problems.append(f"unexpected files ignored: {', '.join(terminal(u, 80) for u in unexpected[:5])}")
             for file_name, nb in self.notebooks.items():
-                job = guarded("reading", nb, progress.run, pipeline.prepare, name, folder / file_name, nb, self.runtime,
-                              code)
-                if job is not None:
-                    work.append(Work(name, nb, job))
-                    progress.pending += 1
-        return work
+                tasks.append(Task(name, nb, folder / file_name, draws.student_draw(secret, name, file_name)))
+                progress.pending += 1
+        return tasks
 
-    def stored(self, item: Work, regrade: bool) -> Judged | None:
-        """The notebook's stored run when it can stand in for a new one."""
-        if regrade or item.job.judge is None:
-            return None
-        return self.store.get(item.student, item.nb.stem, item.job.digest)
+    def read(self, readers: Readers, task: Task, code: str) -> pipeline.Job | None:
+        """One notebook read and planned in a reader (within its time and memory); None when the grader failed."""
+        return guarded("reading", task.nb, self.students[task.student].run, readers.prepare, task.student, task.path,
+                       task.nb, code, task.draw)
+
+    def unread(self, student: str) -> None:
+        """A notebook the grader failed to read (its problem is noted): one less to wait for."""
+        progress = self.students[student]
+        progress.pending -= 1
+        if progress.pending == 0:
+            self.merge(progress)
 
     def received(self, item: Work, judged: Judged, seconds: float) -> None:
         """A new run: stored (unless the executor lost it), then finished."""
@@ -193,42 +215,78 @@ class ClassGrading:
             run.problems.append(f"the gradebook could not be written for this student ({type(err).__name__}: {err})")
         self.done.append(run)
 
-    def run(self, work: list[Work], executor: Executor, stop: threading.Event | None,
-            checking: Background) -> bool:
-        """Send `work` to `executor` and complete each notebook as it comes back, once `checking` (the executor's
-        preflight, running meanwhile) has passed: nothing a broken sandbox judged is kept. True when stopped."""
-        futures: dict[Future, tuple[Work, float]] = {
-            executor.submit(item.job.judge, label=item.label): (item, time.perf_counter()) for item in work}
+    def run(self, tasks: list[Task], code: str, readers: Readers, executor: Executor, stop: threading.Event | None,
+            regrade: bool, fonts: Background) -> tuple[bool, int]:
+        """Read every task (readers, several at once) and, as each is read, reuse its stored run or send it to
+        `executor`; complete each notebook as it comes back, once the executor's preflight (started with the first
+        judge, running meanwhile) has passed: nothing a broken sandbox judged is kept. One file's reading never
+        holds back another's judging. Returns (stopped, how many stored runs were reused)."""
+        reading = ThreadPoolExecutor(max_workers=readers.slots, thread_name_prefix="read")
+        reads: dict[Future, Task] = {reading.submit(self.read, readers, task, code): task for task in tasks}
+        judges: dict[Future, tuple[Work, float]] = {}
+        held: list[tuple[Future, Work, float]] = []  # judged before the preflight passed
+        checking: Background | None = None
+        done, reused = 0, 0
+        _progress(0, len(tasks), "")
         try:
-            checking.result()
-        except BaseException:
-            executor.stop()
-            raise
-        waiting, done = set(futures), 0
-        _progress(0, len(work), "")
-        while waiting:
-            finished, waiting = wait(waiting, timeout=0.5, return_when=FIRST_COMPLETED)
-            for future in finished:
-                item, started = futures[future]
-                timing = executor.timing(future)
-                seconds = timing["seconds"] if timing else time.perf_counter() - started
-                try:
-                    judged = Judged.from_json(future.result())
-                except Exception as err:  # noqa: BLE001  the executor lost it: this notebook only, not stored
-                    judged = Judged.failure(f"the grader could not run this notebook ({type(err).__name__}: {err})",
-                                            "lost")
-                self.received(item, judged, seconds)
-                done += 1
-                _progress(done, len(work), item.label)
-            if waiting and stop is not None and stop.is_set():
-                executor.stop()
-                for progress in self.students.values():  # what each student has, in the gradebook
-                    if progress.pending > 0 and progress.results:
-                        self.merge(progress)
-                return True
+            while reads or judges or held:
+                finished, _ = wait([*reads, *judges], timeout=0.5, return_when=FIRST_COMPLETED) \
+                    if reads or judges else (set(), set())
+                for future in finished:
+                    if future in reads:
+                        task = reads.pop(future)
+                        job = future.result()
+                        if job is None:
+                            self.unread(task.student)
+                            done += 1
+                            continue
+                        item = Work(task.student, task.nb, job)
+                        stored = None if regrade or job.judge is None else \
+                            self.store.get(item.student, item.nb.stem, job.digest)
+                        if job.judge is None or stored is not None:
+                            reused += stored is not None
+                            self.complete(item, stored, 0.0)
+                            done += 1
+                            _progress(done, len(tasks), item.label)
+                            continue
+                        if checking is None:
+                            fonts.result()  # the judges' font cache, built beside the first reads
+                            checking = Background(executor.preflight)  # its sandbox starts beside the first judges
+                        judges[executor.submit(job.judge, label=item.label)] = (item, time.perf_counter())
+                    else:
+                        held.append((future, *judges.pop(future)))
+                if held and checking is not None and checking.done():
+                    try:
+                        checking.result()
+                    except BaseException:
+                        executor.stop()
+                        raise
+                    for future, item, started in held:
+                        timing = executor.timing(future)
+                        seconds = timing["seconds"] if timing else time.perf_counter() - started
+                        try:
+                            judged = Judged.from_json(future.result())
+                        except Exception as err:  # noqa: BLE001  the executor lost it: this notebook only, not stored
+                            judged = Judged.failure(f"the grader could not run this notebook ({type(err).__name__})",
+                                                    "lost")
+                        self.received(item, judged, seconds)
+                        done += 1
+                        _progress(done, len(tasks), item.label)
+                    held = []
+                if (reads or judges) and stop is not None and stop.is_set():
+                    executor.stop()
+                    reading.shutdown(wait=False, cancel_futures=True)
+                    for progress in self.students.values():  # what each student has, in the gradebook
+                        if progress.pending > 0 and progress.results:
+                            self.merge(progress)
+                    return True, reused
+        finally:
+            reading.shutdown(wait=False, cancel_futures=True)
+        if checking is not None:
+            self.notes += checking.result() or []
         if sys.stderr.isatty():
             print(file=sys.stderr)
-        return False
+        return False, reused
 
 def _progress(done: int, total: int, name: str, width: int = 30) -> None:
     if not sys.stderr.isatty():
@@ -255,6 +313,10 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
     if not names and not notes:
         raise SystemExit(f"error: {submitted} holds no student folder")
     every = load_course(course)
+    try:
+        secret = draws.course_secret(course)
+    except draws.SecretUnusable as err:
+        raise SystemExit(f"error: {err}") from None
     grading = ClassGrading(course, runtime, every, select_notebooks(every, notebooks))
     scratch = Path(tempfile.mkdtemp(prefix="lecture2-grade-"))
     own_executor = executor is None
@@ -270,29 +332,26 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
         executor = executor or LocalExecutor(runtime, jobs)
         executor.warm(list(grading.notebooks))  # this machine: the judges' fork server starts importing torch
         grading.registered = registering
-        work = grading.prepare(names, pipeline.code_digest(runtime.package))
-        fonts.result()
-        for progress in grading.students.values():
+        tasks = grading.tasks(names, secret)
+        for progress in list(grading.students.values()):
             if progress.pending == 0:
                 grading.merge(progress)
-        to_run, reused = [], 0
-        for item in work:
-            stored = grading.stored(item, regrade)
-            if item.job.judge is None or stored is not None:
-                reused += stored is not None
-                grading.complete(item, stored, 0.0)
+        readers = Readers(jobs + 1, runtime)  # one more than the judges: a slow file never idles them
+        try:
+            if not (stop is not None and stop.is_set()):
+                stopped, reused = grading.run(tasks, pipeline.code_digest(runtime.package), readers, executor, stop,
+                                              regrade, fonts)
             else:
-                to_run.append(item)
-        if to_run and not (stop is not None and stop.is_set()):
-            checking = Background(executor.preflight)  # its sandbox starts beside the first notebooks' judges
-            stopped = grading.run(to_run, executor, stop, checking)
-            notes = notes + (checking.result() or [])
-            if stopped:
-                left = sum(p.pending for p in grading.students.values())
-                notes.append(f"stopped: {left} notebook{'s' if left != 1 else ''} not graded this time (the gradebook "
-                             "keeps their earlier scores); the next run grades them")
+                stopped, reused = True, 0
+        finally:
+            readers.close()
+        notes = notes + grading.notes
+        if stopped:
+            left = sum(p.pending for p in grading.students.values())
+            notes.append(f"stopped: {left} notebook{'s' if left != 1 else ''} not graded this time (the gradebook "
+                         "keeps their earlier scores); the next run grades them")
         if reused:
-            notes.append(f"{reused} of {len(work)} notebooks unchanged since they were last graded: their stored results "
+            notes.append(f"{reused} of {len(tasks)} notebooks unchanged since they were last graded: their stored results "
                          "were used (--regrade runs them again)")
         registering.result()
     finally:

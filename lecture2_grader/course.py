@@ -177,11 +177,12 @@ def load_course(course: Path) -> dict[str, Notebook]:
     return notebooks
 
 
-def tree_digest(folder: Path, pattern: str = "*.py") -> str:
-    """Content hash of the files of a package folder (names and bytes), e.g. lecture2/ or this grader."""
+def tree_digest(folder: Path, pattern: str = "*") -> str:
+    """Content hash of the files of a package folder (names and bytes), e.g. lecture2/ or this grader: every file
+    (lecture2's profiles/*.json are read by its checks), compiled bytecode left out."""
     h = hashlib.sha256()
     for path in sorted(folder.rglob(pattern)):
-        if "__pycache__" in path.parts:
+        if "__pycache__" in path.parts or path.suffix == ".pyc" or not path.is_file():
             continue
         h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()

@@ -61,13 +61,21 @@ class Sink:
             self.tainted.add((str(name), str(label)))
 
     def report(self, name: str, groups: dict | None) -> None:
+        """Keep an exercise's groups: a hidden one's verdict and hint; a visible one's details too, unless it ended
+        after its process had received a hidden case (then what it shows would be formatted from what that process
+        sent back: its verdict, its hint and a fixed note)."""
         clean = {}
+        from lecture2 import checks
+
         for label, outcome in (groups or {}).items():
-            keep = VERDICT if str(label) in self.hidden_labels else SHOWN
+            tainted = (str(name), str(label)) in self.tainted
+            keep = VERDICT if str(label) in self.hidden_labels or tainted else SHOWN
             entry = {k: _trim(v) for k, v in dict(outcome).items() if k in keep}
-            if entry.get("status") == "error" and (str(name), str(label)) in self.tainted:
-                # an answer's own exception, raised by a process that had received a hidden case: its class only
-                entry["message"] = str(entry.get("message") or "").split(":", 1)[0][:100] + ": " + WITHHELD
+            key = entry.get("hint_key")  # a hint is the course's text of its key, whatever the check passed
+            entry["hint_key"] = key if isinstance(key, str) and key in checks.HINTS else None
+            entry["hint"] = checks.HINTS[key] if entry["hint_key"] else None
+            if tainted and entry.get("status") != "passed":
+                entry["message"] = WITHHELD
             clean[str(label)] = entry
         self.reports[str(name)] = clean
 
@@ -81,8 +89,15 @@ def _error(err: BaseException, filename: str, hidden: tuple[int, int] | None, ta
             line = lineno
     in_hidden = hidden is not None and line is not None and hidden[0] <= line <= hidden[1]
     message = WITHHELD if in_hidden or tainted else str(err)[:2000]
-    return {"ename": type(err).__name__, "message": message, "line": line,
-            "hint_key": getattr(err, "hint_key", None), "hint": _trim(getattr(err, "hint", None))}
+    hint_key = getattr(err, "hint_key", None)
+    from lecture2 import checks
+
+    ename = type(err).__name__
+    if tainted:  # an answer's exception comes back under its own class name: its built-in base only
+        ename = next((c.__name__ for c in type(err).__mro__ if c.__module__ == "builtins"), "Exception")
+    return {"ename": ename, "message": message, "line": line,
+            "hint_key": hint_key if isinstance(hint_key, str) and hint_key in checks.HINTS else None,
+            "hint": checks.HINTS[hint_key] if isinstance(hint_key, str) and hint_key in checks.HINTS else None}
 
 
 def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout: float) -> TestRun:
@@ -127,6 +142,8 @@ def kernel_link(job: dict):
 def judge(job: dict, wait=None) -> Judged:
     """Run a job's test cells in order, the student's process running the cells before each; the results. With
     `wait`, the student's process is started first, then `wait()` is called (the executor's turn to judge)."""
+    from lecture2 import checks
+
     link = kernel_link(job)
     sink = Sink()
     pending = sorted(job["cells"], key=lambda c: c["at"])
@@ -137,16 +154,17 @@ def judge(job: dict, wait=None) -> Judged:
         if wait is not None:
             link.warm()
             wait()
-        for test in job["tests"]:
-            before = [c for c in pending if c["at"] < test["index"]]
-            pending = pending[len(before):]
-            if before:
-                link.new_budget()
-                for status in link.run_cells(before, job["cell_timeout"]):
-                    cell = CellStatus.from_json(status)
-                    if cell is not None:
-                        cells[cell.index] = cell
-            results.append(run_test(link, sink, test, job["answer_names"], job["cell_timeout"]))
+        with checks.drawing_from(job.get("draw")):  # the student's own hidden cases (draws.py)
+            for test in job["tests"]:
+                before = [c for c in pending if c["at"] < test["index"]]
+                pending = pending[len(before):]
+                if before:
+                    link.new_budget()
+                    for status in link.run_cells(before, job["cell_timeout"]):
+                        cell = CellStatus.from_json(status)
+                        if cell is not None:
+                            cells[cell.index] = cell
+                results.append(run_test(link, sink, test, job["answer_names"], job["cell_timeout"]))
     except Stopped:
         stopped = True
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second request to stop must not interrupt the cleanup
@@ -162,6 +180,9 @@ def run_job(job: dict, wait=None) -> dict:
     """Set this process up for `job` (threads, GPU, the grading flag) and judge it; the results as JSON-able data
     (records.Judged). Call it in a fresh process: `python -m lecture2_grader.judge`, or a child of the fork server."""
     signal.signal(signal.SIGTERM, _on_term)
+    from .sandbox import limit_data
+
+    limit_data(job.get("judge_memory"))  # a check that formats or builds too much fails with MemoryError, here only
     if not job.get("cuda", True):
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the student's process has no GPU: the checks must not use one
     os.environ["NBGRADER_EXECUTION"] = "autograde"
@@ -174,11 +195,29 @@ def run_job(job: dict, wait=None) -> dict:
     return judge(job, wait).to_json()
 
 
+def grader_failure(err: BaseException) -> dict:
+    """The results of a judge that failed: the grader's own words only (the exception's class where the grader or
+    Python defines it, and where it was raised, as file and line). Never a message: an exception that left the judge
+    may have been built from what the student's process sent."""
+    module = getattr(type(err), "__module__", "") or ""
+    ename = type(err).__name__ if module.split(".")[0] in ("builtins", "lecture2_grader", "lecture2", "json",
+                                                             "multiprocessing", "subprocess", "os") else "an exception"
+    frames = traceback.extract_tb(err.__traceback__)
+    where = next((f for f in reversed(frames) if "lecture2" in f.filename), frames[-1] if frames else None)
+    at = f" at {os.path.basename(where.filename)}:{where.lineno}" if where else ""
+    log = "".join(f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}\n" for f in frames)[-4000:]  # frames only
+    return {"error": f"the grader's judge failed ({ename}{at})", "log": log}
+
+
 def main() -> int:
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     sys.stdout = sys.stderr  # what anything prints goes to the log, never into the results
     job = json.loads(sys.stdin.read())
-    json.dump(run_job(job), out)
+    try:
+        results = run_job(job)
+    except BaseException as err:  # noqa: BLE001  the grader's own failure, said in its own words
+        results = grader_failure(err)
+    json.dump(results, out)
     out.close()
     return 0
 

@@ -5,7 +5,8 @@
 It reads framed messages (lecture2.wire) on its standard input and answers each on file descriptor 3:
 
     {"op": "run", "cells": [{index, kind, grade_id, source}, ...]}   run these cells, in order, in one IPython
-                 namespace (magics work); reply with each cell's status and what it printed (bounded)
+                 namespace (magics work); reply with each cell's status and what it printed (bounded), encoded
+                 like any value
     {"op": "call", "name": N, "args", "kwargs"}                      N(*args, **kwargs): its value, as data
     {"op": "observe", "name": N, "key": K, ...}                       lecture2's registered instrument K on N
     {"op": "session_open" | "session_call" | "session_close", ...}    a session object of lecture2 beside N
@@ -33,6 +34,7 @@ import traceback
 
 REPLY_FD = 3  # set from --reply-fd
 MAX_STDOUT = 20_000  # characters of what one cell printed, kept for display
+_clock = time.perf_counter  # bound now: a cell that replaces time.perf_counter changes its own timing, not this
 
 
 class CellTimeout(BaseException):
@@ -89,7 +91,7 @@ class Kernel:
 
         statuses = []
         for cell in cells:
-            start = time.perf_counter()
+            start = _clock()
             error = None
             with capture_output(stdout=True, stderr=True, display=False) as captured:
                 _alarm(timeout)
@@ -101,7 +103,7 @@ class Kernel:
                 finally:
                     _alarm(0)
             _close_figures()
-            status = {"index": cell.get("index"), "seconds": round(time.perf_counter() - start, 3),
+            status = {"index": cell.get("index"), "seconds": round(_clock() - start, 3),
                       "stdout": (captured.stdout + captured.stderr)[-MAX_STDOUT:]}
             if error is None:
                 status["status"] = "ok"
@@ -118,7 +120,7 @@ class Kernel:
 
         op = msg.get("op")
         if op == "run":
-            return {"cells": self.run_cells(list(msg.get("cells") or []), float(msg.get("timeout", 120)))}
+            return {"cells": wire.encode(self.run_cells(list(msg.get("cells") or []), float(msg.get("timeout", 120))))}
         instrument = None
         if op in ("observe", "session_open"):  # its module first: it may register the records its inputs use
             instrument = answers.find_observer(str(msg.get("key")))

@@ -35,7 +35,8 @@ def run(judge_job: dict, runtime: Runtime, slot: threading.Semaphore | None = No
     one before is judged (the sandbox and the process are the next notebook's own, and run nothing before their
     turn). The notebook's time limit counts from the slot; `started` gets that moment (time.perf_counter())."""
     judge_job = {**judge_job, "cell_timeout": runtime.cell_timeout, "threads": runtime.threads, "cuda": runtime.cuda,
-                 "kernel": runtime.kernel_spec()}  # this machine's: what a job carries is the same everywhere
+                 "kernel": runtime.kernel_spec(),  # this machine's: what a job carries is the same everywhere
+                 "judge_memory": None if runtime.cuda else runtime.judge_memory}  # a GPU's driver maps its own
     slot = slot or contextlib.nullcontext()
     if runtime.forkserver and forkserver_usable():
         return _execute_forked(judge_job, runtime, slot, started)
@@ -54,12 +55,9 @@ def _execute_process(judge_job: dict, runtime: Runtime) -> dict:
         proc = subprocess.Popen([sys.executable, "-X", "utf8", "-m", "lecture2_grader.judge"], cwd=work, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
-        err_tail = bytearray()
-
-        def drain():
-            for chunk in iter(lambda: proc.stderr.read(65536), b""):
-                err_tail.extend(chunk)
-                del err_tail[:-8000]
+        def drain():  # read and dropped: a judge's own failure comes back in its results, in its own words
+            for _ in iter(lambda: proc.stderr.read(65536), b""):
+                pass
 
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
@@ -77,8 +75,8 @@ def _execute_process(judge_job: dict, runtime: Runtime) -> dict:
         results = json.loads(out.decode("utf-8")) if out else None
     except ValueError:
         results = None
-    if not isinstance(results, dict):
-        return _no_results(stopped, proc.returncode, runtime, bytes(err_tail).decode("utf-8", "replace")[-4000:])
+    if not isinstance(results, dict):  # its stderr is not kept: what it printed may hold a student's data
+        return _no_results(stopped, proc.returncode, runtime, "")
     if stopped:
         results["stopped"] = f"stopped at the notebook's time limit ({runtime.notebook_timeout:g} s)"
     return results
@@ -171,7 +169,6 @@ def _judge_child(job: dict, conn, env: dict, go) -> None:
     """In a fresh child of the fork server: judge `job` when `go` says so (its student's process started before)
     and send its results (or why there are none)."""
     import io
-    import traceback
 
     os.environ.update(env)
     sys.stdout = io.StringIO()  # what anything prints is not the results
@@ -180,9 +177,10 @@ def _judge_child(job: dict, conn, env: dict, go) -> None:
 
         die_with_parent()
         results = run_job(job, wait=go.recv)
-    except BaseException as err:  # noqa: BLE001  the grader's own failure, reported as such
-        results = {"error": f"the grader's judge failed ({type(err).__name__}: {err})",
-                   "log": traceback.format_exc()[-4000:]}
+    except BaseException as err:  # noqa: BLE001  the grader's own failure, in the grader's words only
+        from .judge import grader_failure
+
+        results = grader_failure(err)
     try:
         conn.send(results)
     finally:

@@ -110,6 +110,7 @@ class KernelLink:
         self._tail: _Tail | None = None
         self._gave_up = False
         self._starts_here = 0  # starts since new_budget()
+        self._printed = 0  # characters of cells' output kept so far, for the whole notebook (PRINTED)
 
     # ---- process
 
@@ -152,14 +153,19 @@ class KernelLink:
             os.close(out_write)
         self._req, self._rep = req_write, rep_read
         self._tail = _Tail(out_read)
-        hello = self._read("hello", time.monotonic() + self.spec.start_timeout)
+        hello = self._read("hello", time.monotonic() + self.spec.start_timeout, "hello")
         if not isinstance(hello, dict) or "lecture2" not in hello:
             self._give_up("the student's process did not start")
         if self._cells_sent:  # a fresh process: the cells the answers need, again (those that ran to the end)
             self._exchange({"op": "run", "cells": self._cells_sent, "timeout": self.spec.cell_timeout}, replay=True)
 
-    def _give_up(self, why: str, exc: type[Exception] = answers.AnswerUnavailable) -> None:
-        """Kill the process, note why, and fail the call that was waiting."""
+    def _give_up(self, why: str, exc: type[Exception] = answers.AnswerUnavailable, detail: str = "") -> None:
+        """Kill the process, note why (the judge's words; `detail`, what the process itself sent or did, only while
+        it had received no hidden case), and fail the call that was waiting."""
+        if detail and not self.tainted:
+            why = f"{why} ({detail})"
+        elif detail:
+            why = f"{why} ({TAINTED_DETAIL})"
         if self._run is not None:
             self._run.kill()
             self.events.oom = self.events.oom or self._run.oom_killed()
@@ -199,36 +205,41 @@ class KernelLink:
 
     # ---- messages
 
-    def _read(self, call: str, deadline: float) -> object:
-        """The `ok` value of the reply to request `call`, decoded; raises the answer's exception for `raised`."""
+    def _read(self, call: str, deadline: float, op: str = "call") -> object:
+        """The reply to request `call` (of kind `op`: "hello", "run" or a call), decoded. A call's reply is its `ok`
+        value, the answer's exception raised (`raised`) or a timeout; a run's is its cells' statuses (through the
+        decoder's grammar, like any value). Anything else, an exception in reply to a run included, is a protocol
+        error of this call."""
         header = self._read_exact(4, deadline)
         size = struct.unpack(">I", header)[0]
         if size > wire.LIMITS.message:
-            self._give_up(f"the student's process sent a message of {size:,} bytes, over the limit (protocol error)")
+            self._give_up("the student's process sent a message over the size limit (protocol error)",
+                          detail=f"{size:,} bytes")
         body = self._read_exact(size, deadline)
         try:
             reply, blobs = wire.unpack(body)
         except wire.Malformed as err:
-            self._give_up(f"the student's process sent something that is not data ({err}) (protocol error)")
+            self._give_up("the student's process sent something that is not data (protocol error)", detail=str(err))
         if isinstance(reply, dict) and reply.get("id") in self._answered:  # late: the cell in flight did not cause it
             self._give_up("the student's process answered out of turn: a second reply to an earlier request "
                           "(protocol error)", Unasked)
-        if not isinstance(reply, dict) or reply.get("id") != call or len(set(reply) - {"id"}) != 1 \
-                or not set(reply) - {"id"} <= {"ok", "raised", "cells", "timeout"}:
+        allowed = {"ok"} if op == "hello" else {"cells", "timeout"} if op == "run" else {"ok", "raised", "timeout"}
+        if not isinstance(reply, dict) or reply.get("id") != call or len(set(reply) - {"id"}) != 1:
             self._give_up("the student's process answered out of turn: a reply that is not to the request in "
                           "flight (protocol error)")
+        if not set(reply) - {"id"} <= allowed:
+            self._give_up("the student's process sent a reply of another kind than its request asks for (protocol "
+                          "error)")
         if call != "hello":
             self._answered.add(call)
-        if "raised" in reply:
-            raise answers.rebuild_exception(reply["raised"])
+        if "raised" in reply:  # the check may tell the usual mistake by it; after a hidden case nothing of it is kept
+            raise answers.rebuild_exception(reply["raised"])  # (judge.Sink, judge._error)
         if "timeout" in reply:
             raise answers.AnswerTimeout("did not return within the time the check had left")
-        if "cells" in reply:
-            return reply["cells"]
         try:
-            return wire.decode(reply["ok"], blobs, deadline=deadline)
+            return wire.decode(reply["cells" if op == "run" else "ok"], blobs, deadline=deadline)
         except wire.Malformed as err:
-            self._give_up(f"the student's process sent something that is not data ({err}) (protocol error)")
+            self._give_up("the student's process sent something that is not data (protocol error)", detail=str(err))
 
     def _read_exact(self, n: int, deadline: float) -> bytes:
         chunks, got = [], 0
@@ -239,12 +250,12 @@ class KernelLink:
             ready, _, _ = select.select([self._rep], [], [], min(left, 5.0))
             if not ready:
                 if not self._run.alive():
-                    self._give_up(self._died())
+                    self._give_up(*self._died())
                 continue
             chunk = os.read(self._rep, min(n - got, 1 << 20))
             if not chunk:
                 self._run.proc.wait()
-                self._give_up(self._died())
+                self._give_up(*self._died())
             chunks.append(chunk)
             got += len(chunk)
         return b"".join(chunks)
@@ -254,11 +265,12 @@ class KernelLink:
         ready, _, _ = select.select([self._rep], [], [], 0)
         return bool(ready)
 
-    def _died(self) -> str:
+    def _died(self) -> tuple[str, type[Exception], str]:
+        """Why the process is gone, for _give_up: the judge's words, and the signal or exit status as its detail."""
         code = self._run.proc.poll() if self._run else None
         if code is not None and code < 0:
-            return f"the student's process was killed by signal {-code}"
-        return f"the student's process ended (exit status {code})"
+            return "the student's process was killed", answers.AnswerUnavailable, f"signal {-code}"
+        return "the student's process ended", answers.AnswerUnavailable, f"exit status {code}"
 
     def _exchange(self, message: dict, replay: bool = False) -> object:
         """Send one request and read its reply: within the test cell's time left, or (a new process running
@@ -292,8 +304,8 @@ class KernelLink:
         try:
             os.write(self._req, frame) if len(frame) < 65536 else self._write_all(frame)
         except (BrokenPipeError, OSError):
-            self._give_up(self._died())
-        return self._read(call, deadline)
+            self._give_up(*self._died())
+        return self._read(call, deadline, "run" if message.get("op") == "run" else "call")
 
     def _write_all(self, frame: bytes) -> None:
         view = memoryview(frame)
@@ -331,12 +343,19 @@ class KernelLink:
         return statuses
 
     def _run_one(self, cell: dict, timeout: float) -> dict:
-        """One cell's status; what a process that had received a hidden case printed or raised is not kept."""
+        """One cell's status, its seconds measured here (the judge's clock, never the process's word); what a
+        process that had received a hidden case printed or raised is not kept, not even its exception's class."""
+        start = time.monotonic()
         status = _clean_statuses(self._exchange({"op": "run", "cells": [cell], "timeout": timeout}), [cell])[0]
+        status["seconds"] = round(time.monotonic() - start, 3)
+        room = max(0, PRINTED - self._printed)
+        if len(status["stdout"]) > room:
+            status["stdout"] = status["stdout"][-room:] if room else PRINTED_NOTE
+        self._printed += len(status["stdout"])
         if self.tainted:
             status["stdout"] = WITHHELD if status["stdout"] else ""
             if status["status"] != "ok":
-                status.update(ename=_builtin_name(status["ename"]), message=WITHHELD, line=None)
+                status.update(ename="", message=WITHHELD, line=None)
         return status
 
     def request(self, op: str, name, key, args: tuple, kwargs: dict) -> object:
@@ -351,17 +370,13 @@ class KernelLink:
 
 
 WITHHELD = "(not kept: the process had received a hidden check's inputs by then)"
+PRINTED = 200_000  # characters of what a notebook's cells printed, kept for its autograded notebook, all together
+PRINTED_NOTE = "(not kept: the notebook's cells had printed more than the grader keeps)"
+TAINTED_DETAIL = "what it sent is not kept: it had received a hidden check's inputs"
 
 
 class Unasked(answers.AnswerUnavailable):
     """The process wrote a reply before the request in flight was made (protocol error)."""
-
-
-def _builtin_name(name: str) -> str:
-    """An exception's class name if it is a built-in one (CellTimeout too), else "Exception"."""
-    import builtins
-
-    return name if isinstance(getattr(builtins, name, None), type) or name == "CellTimeout" else "Exception"
 
 
 def _called_from(filename: str, first: int, last: int) -> bool:

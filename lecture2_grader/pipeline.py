@@ -28,7 +28,8 @@ JUDGING = ("course.py", "submission.py", "source.py", "plan.py", "pipeline.py", 
 
 
 def code_digest(package: Path) -> str:
-    """Content hash of the code a judge's results depend on: the course's package and the JUDGING modules."""
+    """Content hash of the code a judge's results depend on: the course's package (every file: its profiles' JSON
+    too) and the JUDGING modules."""
     h = hashlib.sha256(tree_digest(package).encode())
     for name in JUDGING:
         h.update(name.encode() + b"\0" + (GRADER / name).read_bytes() + b"\0")
@@ -45,19 +46,22 @@ class Job:
     problems: list[str]
     findings: list[str]
     judge: dict | None  # the judge's job (test cells, cells, answer names); None when the file could not be read
-    digest: str = ""  # store.key of the submission, the instructor's notebook and the code: the regrade cache key
+    digest: str = ""  # store.key of the submission, the instructor's notebook, the code (every file of lecture2 and the
+    #                   JUDGING modules), the run's limits and the draw: the regrade cache key
     notices: list[str] = field(default_factory=list)  # advice for the student (advice.py): validate and feedback
 
 
-def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_digest: str = "") -> Job:
-    """Read `path` and plan its run; a file that cannot be read is a Job with judge None and a problem."""
+def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_digest: str = "",
+            draw: str | None = None) -> Job:
+    """Read `path` and plan its run; a file that cannot be read is a Job with judge None and a problem. `draw`: the
+    secret (hex) its hidden cases are drawn from (draws.py; None: the judge makes one at random)."""
     try:
         file_hash = store.file_hash(path) if path.is_file() and not path.is_symlink() else None
     except OSError as err:
         return Job(student, nb.name, {}, [f"cannot be read ({err.strerror}) (0 points)"], [], None)
     if file_hash is None:
         return Job(student, nb.name, {}, ["notebook missing (0 points)"], [], None)
-    digest = store.key(file_hash, nb.digest, package_digest)
+    digest = store.key(file_hash, nb.digest, package_digest + "\0" + runtime.judging_key(), draw or "")
     index_of = {c.grade_id: c.index for c in nb.cells if c.grade_id}
     course_sources = {c.visible: c.index for c in nb.cells if c.kind != "markdown"}
     visible = {c.grade_id: c.visible for c in nb.cells if c.grade_id and c.kind in ("code", "test")}
@@ -66,10 +70,13 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
                                           visible)
     except submission.Unreadable as err:
         return Job(student, nb.name, {}, [f"{err} (0 points)"], [], None, digest)
-    findings = [str(f) for f in scan.scan(answers.sources)]
     kernel = plan.kernel_plan(nb, answers)
+    own = {f"own cell {k + 1} 「{advice.first_line(c['source'])[:40]}」": c["source"]
+           for k, c in enumerate(c for c in kernel.cells if c["kind"] == "own")}  # scanned like answers: they run
+    findings = [str(f) for f in scan.scan({**answers.sources, **own})]
     notices = advice.skipped_own_cells(answers, kernel) + advice.edited_course_cells(nb, answers)
-    job = {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells, "answer_names": nb.answer_names()}
+    job = {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells, "answer_names": nb.answer_names(),
+           "draw": draw}
     return Job(student, nb.name, answers.sources, list(answers.problems), findings, job, digest, notices)
 
 

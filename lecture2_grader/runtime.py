@@ -23,6 +23,11 @@ STARTS_PER_TEST_CELL = 3  # starts of the student's process that one test cell's
 STARTS_PER_NOTEBOOK = 12  # and one notebook's
 FIRST_WORKER_SECONDS = 600.0  # a Dask worker to pass its check (a Slurm job may queue)
 MEMORY_BYTES = sandbox.Limits.memory  # one notebook's student process (--memory-limit), as the sandbox has it
+READ_SECONDS = 20.0  # reading one file: outputs skipped, sources parsed, scanned, planned (readers.py). Linear: a
+#                      notebook saved from Jupyter takes under a second, 4 GiB of saved plots a few seconds
+READ_MEMORY = 2 * 2**30  # and the memory its reader may take (32 MiB of sources parsed as JSON: a few hundred MiB)
+JUDGE_MEMORY = 8 * 2**30  # the data a judge may hold beyond what it has at its start (its checks' models and
+#                           references; what crosses from the student's process is at most 256 MiB a message)
 
 
 @dataclass
@@ -38,6 +43,8 @@ class Runtime:
     mpl_cache: Path | None = None
     threads: int = 1
     forkserver: bool = True  # judges forked from one process that imported torch once (else a fresh process each)
+    read_timeout: float = READ_SECONDS  # one file's reading, in a reader process (readers.py)
+    judge_memory: int | None = JUDGE_MEMORY  # each judge's own data (None: no limit; not with a GPU, see launch.run)
 
     @classmethod
     def for_class(cls, jobs: int = 1, cell_timeout: float = CELL_SECONDS, notebook_timeout: float = NOTEBOOK_SECONDS,
@@ -51,7 +58,14 @@ class Runtime:
         """The settings of `make validate` and `make handin` on a student's own machine: no sandbox (it is their own
         code), every core, no memory limit."""
         return cls(cell_timeout=cell_timeout, notebook_timeout=STUDENT_NOTEBOOK_SECONDS, sandboxed=False,
-                   limits=sandbox.Limits(memory=None), threads=os.cpu_count() or 1)
+                   limits=sandbox.Limits(memory=None), threads=os.cpu_count() or 1, judge_memory=None)
+
+    def judging_key(self) -> str:
+        """The settings a judge's results depend on, as text for the results store's key (store.py): the time limits,
+        the student's process's limits, threads, GPU, sandbox, the judge's memory. A "time limit" failure under
+        short limits is not reused under longer ones."""
+        return repr((self.cell_timeout, self.notebook_timeout, sorted(self.limits.__dict__.items()), self.threads,
+                     self.cuda, self.sandboxed, self.judge_memory))
 
     def kernel_spec(self) -> dict:
         binds = [str(p) for p in (self.package, GRADER / "kernel.py", self.mpl_cache) if p]

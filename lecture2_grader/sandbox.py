@@ -54,6 +54,27 @@ class Limits:
     threads: int = 1  # OMP_NUM_THREADS and MKL_NUM_THREADS
 
 
+def limit_data(limit: int | None) -> None:
+    """At most `limit` bytes more of this process's data (heap and anonymous maps: RLIMIT_DATA) than it holds now;
+    None: no limit. For the grader's own processes that handle a student's data (a reader, a judge): past it, an
+    allocation fails with MemoryError in that process, never the machine. A mapped file is not data, and a CUDA
+    driver's reservations are not either."""
+    if limit is None:
+        return
+    import resource
+
+    held = 0
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            held = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmData:")), 0)
+    except (OSError, ValueError):
+        pass
+    try:  # the soft limit only: the student's process this one starts takes its own limits (_limits_in_child)
+        resource.setrlimit(resource.RLIMIT_DATA, (held + limit, resource.getrlimit(resource.RLIMIT_DATA)[1]))
+    except (ValueError, OSError):
+        pass
+
+
 def check_available() -> None:
     """Raise SandboxUnavailable unless bubblewrap runs a command in fresh namespaces here."""
     path = shutil.which(BWRAP)
@@ -298,6 +319,8 @@ def _limits_in_child(limits: Limits, group: Cgroup | None):
             resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        data_hard = resource.getrlimit(resource.RLIMIT_DATA)[1]  # not the judge's own data limit (limit_data)
+        resource.setrlimit(resource.RLIMIT_DATA, (data_hard, data_hard))
         if not _as_root():
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.pids, limits.pids))
     return apply

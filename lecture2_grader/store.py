@@ -2,9 +2,11 @@
 
     autograded/<student>/lec02/<notebook>.result.json    {"key": ..., "judged": {...}, "seconds": ..., "at": ...}
 
-A notebook is run again only when its key changes. The key is the content hash of the three things a result
-depends on: the student's submitted file (its bytes), the instructor's notebook and its release, and the code
-that grades it (the lecture2 package and this grader). Anything else (a file's modification time, another
+A notebook is run again only when its key changes. The key is the content hash of the things a result
+depends on: the student's submitted file (its bytes), the instructor's notebook and its release, the code
+that grades it (every file of the lecture2 package, its profiles' JSON included, and this grader's judging
+modules), the run's limits (Runtime.judging_key: time limits, the sandbox's memory and sizes, threads, GPU) and the
+secret the notebook's hidden cases are drawn from (draws.py: the same for every run of the course). Anything else (a file's modification time, another
 notebook, another student) does not run it again. Every outcome is stored, a notebook's failure too (its cause:
 "time limit", "crash"; a protocol error or a stopped process is part of the judge's results), so that a submission
 that stalls its judge costs the class once, not at every `make grade`. Only a notebook the executor lost (a worker
@@ -24,10 +26,11 @@ from .files import file_hash, write_atomic  # noqa: F401  (file_hash: the key's 
 from .records import Judged
 
 
-def key(submission: bytes, notebook_digest: str, code_digest: str) -> str:
+def key(submission: bytes, notebook_digest: str, code_digest: str, draw: str = "") -> str:
     """The cache key of one student's notebook: what its result depends on, hashed (`submission`: the submitted
-    file's SHA-256, from file_hash)."""
-    return hashlib.sha256(submission + notebook_digest.encode() + b"\0" + code_digest.encode()).hexdigest()
+    file's SHA-256, from file_hash; `draw`: the secret its hidden cases are drawn from, draws.py)."""
+    return hashlib.sha256(submission + notebook_digest.encode() + b"\0" + code_digest.encode() + b"\0"
+                          + draw.encode()).hexdigest()
 
 
 class Store:

@@ -20,6 +20,7 @@ import codecs
 import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,18 +71,64 @@ def decode(raw: bytes) -> str:
         raise Unreadable(f"not UTF-8 text (byte {err.start}); save the notebook from Jupyter again") from None
 
 
-# A string token of JSON (its body a run of plain characters and escapes: one tight loop per run, not per
-# character), an opening or closing bracket, and the key whose value is skipped.
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+# The key whose value is skipped, and the bytes that matter inside a value being skipped: brackets and quotes.
 _SKIPPED = re.compile(rb'"(?:outputs|attachments)"[ \t\r\n]*:[ \t\r\n]*')
+_STRUCTURE = re.compile(rb'["\[\]{}]')
 
 
-def strip_outputs(raw) -> bytes:
+def _value_end(raw, start: int, deadline: float | None = None) -> int | None:
+    """Where the JSON array or object opening at `start` ends (just past its closing bracket); None when it never
+    closes (then the file is not valid JSON). Each byte is looked at once: brackets are counted, and a string is
+    crossed from its opening quote to the first quote not escaped by an odd run of backslashes (each run belongs to
+    the one quote it precedes). An unterminated string ends the search at once; nothing is copied. Unreadable past
+    `deadline` (time.monotonic()), looked at every 65,536 brackets."""
+    depth, at, seen = 0, start, 0
+    while True:
+        for match in _STRUCTURE.finditer(raw, at):
+            seen += 1
+            if deadline is not None and not seen & 0xFFFF and time.monotonic() > deadline:
+                raise Unreadable("its saved outputs take too long to skip (brackets nested in the millions): not a "
+                                 "notebook this grader reads")
+            i = match.start()
+            byte = raw[i]
+            if byte == 0x22:  # a string: find its end, then look for brackets again after it
+                j = i + 1
+                while True:
+                    j = raw.find(b'"', j)
+                    if j < 0:
+                        return None
+                    k = j
+                    while raw[k - 1] == 0x5C:
+                        k -= 1
+                    if (j - k) % 2 == 0:
+                        break
+                    j += 1
+                at = j + 1
+                break
+            depth += 1 if byte in (0x5B, 0x7B) else -1
+            if depth == 0:
+                return i + 1
+        else:
+            return None
+
+
+def strip_outputs(raw, deadline: float | None = None) -> bytes:
     """The JSON bytes of a notebook (UTF-8: bytes, or an mmap of the file) with the value of every "outputs" and
-    "attachments" key replaced by an empty one, found without parsing or copying what is skipped. In valid JSON an
-    unescaped quote followed by `outputs":` can only open that key (a closing quote is followed by , : ] or }).
-    Anything else is left for the JSON parser to judge."""
-    kept, at, end = [], 0, len(raw)
+    "attachments" key replaced by an empty one, found without parsing or copying what is skipped, in one pass over
+    the file: time linear in its size, memory in what is kept. In valid JSON an unescaped quote followed by
+    `outputs":` can only open that key (a closing quote is followed by , : ] or }). Anything else is left for the
+    JSON parser to judge. Unreadable as soon as what is kept is over MAX_SOURCES, or past `deadline`
+    (time.monotonic(): make collect gives each file READ_SECONDS)."""
+    kept, size, at, end = [], 0, 0, len(raw)
+
+    def keep(stop: int) -> None:
+        nonlocal size
+        size += stop - at
+        if size > MAX_SOURCES:
+            raise Unreadable(f"its cells' sources and metadata take over {MAX_SOURCES // 2**20} MiB: not a notebook "
+                             "this grader reads")
+        kept.append(raw[at:stop])
+
     for match in _SKIPPED.finditer(raw):
         if match.start() < at:
             continue  # inside a value already skipped
@@ -93,28 +140,17 @@ def strip_outputs(raw) -> bytes:
         value = match.end()
         if value >= end or raw[value] not in b"[{":
             continue
-        depth, stop = 0, None
-        for token in _TOKEN.finditer(raw, value):
-            first = token.group()[:1]
-            if first in (b"[", b"{"):
-                depth += 1
-            elif first in (b"]", b"}"):
-                depth -= 1
-                if depth == 0:
-                    stop = token.end()
-                    break
+        stop = _value_end(raw, value, deadline)
         if stop is None:
             break  # never closed: not valid JSON, and the parser will say so
-        kept.append(raw[at:value])
+        keep(value)
         kept.append(b"[]" if raw[value] == 0x5B else b"{}")
         at = stop
-        if sum(len(k) for k in kept) > MAX_SOURCES:
-            break
-    kept.append(raw[at:end])
+    keep(end)
     return b"".join(kept)
 
 
-def notebook_text(path: Path) -> str:
+def notebook_text(path: Path, deadline: float | None = None) -> str:
     """The JSON text of the notebook file at `path`, its outputs skipped (`strip_outputs`) without reading them
     into memory: UTF-8 with or without a BOM is mapped, not read; UTF-16/32 (rare, and never large) is decoded
     whole. Unreadable when what is left is over MAX_SOURCES or is not text."""
@@ -134,10 +170,7 @@ def notebook_text(path: Path) -> str:
         if size == 0:
             return ""
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            stripped = strip_outputs(mapped)
-    if len(stripped) > MAX_SOURCES:
-        raise Unreadable(f"its cells' sources and metadata take over {MAX_SOURCES // 2**20} MiB: not a notebook this "
-                         "grader reads")
+            stripped = strip_outputs(mapped, deadline)
     return decode(stripped)
 
 
@@ -229,6 +262,13 @@ def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known
         answers.problems.append(f"cells with unknown grade_ids ignored: {shown}"
                                 + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
     untagged = [c for c in cells if c["grade_id"] is None and c["cell_type"] in ("code", "raw", "markdown")]
+    shapes: dict[int, tuple[set[str], str]] = {}  # id(cell) -> what it defines and its first line, read once
+
+    def shape_of(cell: dict) -> tuple[set[str], str]:
+        if id(cell) not in shapes:
+            shapes[id(cell)] = (_defines(cell["source"]), _first_line(cell["source"]))
+        return shapes[id(cell)]
+
     by_shape, used = [], set()
     for gid in answer_ids:
         found = by_id.get(gid, [])
@@ -240,7 +280,7 @@ def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known
             stub = stubs.get(gid, "")
             names, line = _defines(stub), _first_line(stub)
             matches = [c for c in untagged if id(c) not in used and c["source"].strip() != stub.strip() and (
-                (names and names <= _defines(c["source"])) or (line and _first_line(c["source"]) == line))]
+                (names and names <= shape_of(c)[0]) or (line and shape_of(c)[1] == line))]
             if len(matches) != 1:
                 answers.problems.append(f"answer cell {gid} missing (0 points for its exercise)")
                 continue

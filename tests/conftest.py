@@ -18,6 +18,15 @@ RELEASE = ROOT / "notebooks" / ASSIGNMENT
 BIN = Path(sys.executable).parent
 
 
+# The secret hidden cases are drawn from where no course gives one (nbval's kernels, tests/judging.py): one per run,
+# shown in pytest's header, so that a draw that fails can be drawn again (LECTURE2_DRAW_SECRET=... pytest ...).
+os.environ.setdefault("LECTURE2_DRAW_SECRET", os.urandom(16).hex())
+
+
+def pytest_report_header(config) -> str:
+    return f"hidden cases drawn with LECTURE2_DRAW_SECRET={os.environ['LECTURE2_DRAW_SECRET']}"
+
+
 def notebook_names() -> list[str]:
     """The lecture's notebooks, in order (file names)."""
     return sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))

@@ -69,6 +69,12 @@ class Judging:
         return self.link.run_cells([{"index": cell.index, "at": float(cell.index), "kind": "answer",
                                      "grade_id": grade_id, "source": source}], 300)[0]
 
+    def fresh(self) -> None:
+        """A new student's process for the next check (the cells run so far run again in it): one that has received
+        no hidden case, as in `make validate` and for a notebook's first test cell, whose failed groups keep their
+        messages (after a hidden case the judge keeps a group's verdict and hint only)."""
+        self.link.close()
+
     def test(self, grade_id: str, visible: bool = False) -> score.TestResult:
         """Run test cell `grade_id` (the release's visible checks if `visible`) as the judge does; its result."""
         nb = self.visible if visible else self.nb

@@ -5,13 +5,14 @@ the course or the gradebook; nothing a student controls reaches the instructor's
 a CSV file unescaped.
 
 The corpus uses notebook 01 (7 points: tensor_bytes 2, float_format_limits 3, weight_memory 2), so that grading
-~60 students stays quick.
+~85 students stays quick (about 80 s on 2 cores).
 """
 from __future__ import annotations
 
 import csv
 import hashlib
 import html
+import json
 import re
 import time
 from pathlib import Path
@@ -204,7 +205,8 @@ def _edited_units() -> nbformat.NotebookNode:
 def faults_corpus() -> dict[str, dict]:
     return {
         "infinite-loop": one(tensor_bytes_doing("while True:\n    pass", RIGHT), 5, [f"{S1}: {TB}_check: an answer ran past the time limit"]),
-        "memory-hog": one(with_code("hog = bytearray(40 * 2**30)\n", gid=WM), 5, [f"{S1}: {WM} raised MemoryError", "out of memory"]),
+        # weight_memory's cell runs after tensor_bytes' hidden cases: what it raised is the judge's note, its class too
+        "memory-hog": one(with_code("hog = bytearray(40 * 2**30)\n", gid=WM), 5, [f"{S1}: {WM} raised an error"]),
         "swallows-timeouts": one(with_code("import time\ndef spin():\n    while True:\n        try:\n            time.sleep(0.5)\n"
                                            "        except BaseException:\n            pass\nstarted = spin()\n"), 5,
                                  [f"{S1}: {TB} ran past the cell time limit"]),
@@ -286,10 +288,66 @@ def attacks_corpus(course: Path) -> dict[str, dict]:
                                                          f"    return {RIGHT}\n",
                                                      WM: "import os, sys\nprint('SEEN:', SEEN)\nos.write(2, ('SEEN-ERR:' + repr(SEEN)).encode())\n"
                                                          "if len(SEEN) > 10:\n    raise ValueError('SEEN-RAISED:' + repr(SEEN))\n" + REF[WM]}), 5,
-                                  [f"{S1}: {WM} raised ValueError"]),
+                                  [f"{S1}: {WM} raised an error"]),
         "terminal-injection": one(_with_unknown_ids("\x1b[2J\x1b[H\rcorrect: 0/7 — forged\nalice: 7/7 — ok",
                                                     "# 86 / 86\n[click](javascript:alert(1))<script>alert(1)</script>"),
                                   7, ["unknown grade_ids ignored: \\x1b[2J"]),
+    }
+
+
+# What tensor_bytes keeps of the inputs it received (the hidden shapes among them), and how a later answer can try to
+# hand them back: each as a marker the tests search every file for (the sources write them with a quote in between).
+RECORDS = ("SEEN = []\ndef tensor_bytes(shape, dtype):\n    SEEN.append(tuple(shape))\n"
+           "    return math.prod(shape) * dtype.itemsize\n")
+LEAKED = re.compile(r"HIDDEN<\[|L_\d")  # "HIDDEN<" + repr(SEEN), "L_" + digits of SEEN
+DIGITS = "'_'.join(str(n) for s in SEEN[-20:] for n in s)"
+
+
+def _weight_memory_doing(body: str) -> str:
+    return ("def weight_memory(n_params, dtype, unit='GB'):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+            + "    return n_params * dtype.itemsize / {'GB': 1e9, 'GiB': 2**30}[unit]\n")
+
+
+def turn5_corpus() -> dict[str, dict]:
+    """The red team's second pass (issue 39): files that made reading quadratic, own cells that ran calls and course
+    patches, and answers that tried to hand a hidden case back through what the judge quotes."""
+    base = json.loads(sub.as_text(sub.filled(NB1)))
+    skipped = dict(base, metadata={**base["metadata"], "junk": [{"outputs": []} for _ in range(45_000)]})
+    text = json.dumps(base)
+    cut = text.index('"outputs": [') + len('"outputs": [')
+    unterminated = text[:cut] + '"' + '\\"' * 70_000
+    slow = text[:cut] + "[]," * 12_000_000 + text[cut:]  # 36 MB of brackets in outputs: past a 3 s reading budget
+    printing = sub.filled(NB1)
+    at = next(i for i, c in enumerate(printing.cells) if sub.grade_id(c) == TB)
+    printing.cells[at + 1:at + 1] = [nbformat.v4.new_code_cell(f"print({i}, {'x' * 150!r})") for i in range(1900)]
+    return {
+        "many-skipped-values": one(json.dumps(skipped), 7),  # 65 s to read before
+        "unterminated-outputs-string": one(unterminated, 0, [f"{S1}: not a valid notebook (invalid JSON"]),  # 60 s
+        "slow-to-read": one(slow, 0, [f"{S1}: reading the file took over 3 s", "not graded"]),
+        "magic-dense-own-cell": one(own_cell_after(TB, "\n".join(["!true"] * 500) + "\nHELPER = 1\n"), 7),  # 58 s a read
+        "printing-own-cells": one(printing, 7),  # a 114 MB stored result before
+        "exploration-cell": one(own_cell_after(f"{TB}_check", "my_sizes = {dt: tensor_bytes((1024, 1024), dt) "
+                                                              "for dt in (torch.float32, torch.bfloat16)}\n"), 7),
+        "course-alias-patch": one(own_cell_after(TB, "import lecture2.answers\nest = lecture2.answers\n"
+                                                     "est.call = None\nlecture2.answers.observe = None\n"), 7),
+        "perf-counter-own-cell": one(own_cell_after(TB, "import time\nclass GraderBug(Exception):\n    pass\n"
+                                                        "time.perf_counter = GraderBug\n"), 7),
+        "perf-counter-answer": one(sub.filled(NB1, **{TB: "import time\nclass GraderBug(Exception):\n    pass\n"
+                                                          "def _boom():\n    raise GraderBug('HIDDEN<' + 'x' * 2000)\n"
+                                                          "time.perf_counter = _boom\n" + REF[TB]}), 7,
+                                   ["assigns to time.perf_counter"]),
+        "forges-run-reply": one(sub.filled(NB1, **{TB: WRITE_REPLY + "os.write(fd, frame({'id': in_flight(), 'raised': "
+                                                        "{'types': ['GraderBug'], 'builtin': 'RuntimeError', "
+                                                        "'message': 'HIDDEN<forged'}}))\n" + REF[TB]}), 5,
+                                [f"{S1}: {TB}: the student's process sent a reply of another kind", "protocol error"]),
+        "exception-class-leak": one(sub.filled(NB1, **{TB: RECORDS, WM: _weight_memory_doing(
+            f"raise type('L_' + {DIGITS}, (ValueError,), {{}})('HIDDEN<' + repr(SEEN))")}), 5),
+        "protocol-error-leak": one(sub.filled(NB1, **{TB: RECORDS, WM: _weight_memory_doing(
+            WRITE_REPLY + f"os.write(fd, frame({{'id': in_flight(), 'ok': {{'$obj': ['L_' + {DIGITS}, {{}}]}}}}))")}),
+                                   5, [f"{S1}: your notebook's process was restarted", "protocol error"]),
+        "got-leak": one(sub.filled(NB1, **{TB: RECORDS, WM: _weight_memory_doing(
+            "if unit == 'GB':\n    return 'HIDDEN<' + repr(SEEN)")}), 5),
+        "judge-memory": one(tensor_bytes_doing("import torch", "torch.zeros((4,) * 11, dtype=torch.int8)"), 5),
     }
 
 
@@ -367,20 +425,23 @@ def grading_runtime(cell_timeout: float = 5, notebook_timeout: float = 120):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("class")
-    cases = {**saved_oddly_corpus(root), **honest_corpus(), **faults_corpus(), **attacks_corpus(root)}
+    cases = {**saved_oddly_corpus(root), **honest_corpus(), **faults_corpus(), **attacks_corpus(root), **turn5_corpus()}
     course = make_course(root, [NB1], cases)
     (course / "submitted" / "bad name!").mkdir()  # a folder the grader does not accept: noted, the class goes on
     marker = Path("/tmp/lecture2-escape-marker")
     marker.unlink(missing_ok=True)
     checks_before = hashlib.sha256((ROOT / "lecture2" / "checks.py").read_bytes()).hexdigest()
     correct_before = (course / "submitted" / "correct" / ASSIGNMENT / NB1).read_bytes()
-    start = time.perf_counter()
-    run = classrun.grade_class(course, grading_runtime(), jobs=2)
+    start, began = time.perf_counter(), time.time()
+    rt = grading_runtime()
+    rt.read_timeout = 3.0  # the slow-to-read student's budget (20 s by default)
+    run = classrun.grade_class(course, rt, jobs=2)
     students, notes = run.students, run.notes
     seconds = time.perf_counter() - start
     time.sleep(3)  # the escape's detached process would have written by now
+    results = list((course / "autograded").glob(f"*/{ASSIGNMENT}/*.result.json"))
     return {"course": course, "cases": cases, "students": {s.name: s for s in students}, "notes": notes,
-            "seconds": seconds,
+            "seconds": seconds, "first_result": min(p.stat().st_mtime for p in results) - began,
             "untouched": (checks_before == hashlib.sha256((ROOT / "lecture2" / "checks.py").read_bytes()).hexdigest(),
                           correct_before == (course / "submitted" / "correct" / ASSIGNMENT / NB1).read_bytes(),
                           not marker.exists())}
@@ -605,3 +666,40 @@ def test_a_failed_notebook_is_stored_with_its_cause_and_not_run_again(graded):
     students, notes = run.students, run.notes
     assert again.asked == 0 and students[0].total == 0 and any("stored results were used" in n for n in notes)
     classrun.grade_class(course, grading_runtime(), ["correct"], regrade=True, jobs=1)  # the class as it was, for the tests after
+
+
+def test_the_classs_first_judged_result_comes_within_seconds_of_the_start(graded):
+    """Reading is linear and each file has its own budget in a reader, and each notebook goes to its judge as soon as
+    it is read: the files that took minutes to read (and one past its budget) hold no one back. Before, every file
+    was read first, in the grader's own process: the class's first judged result came 182 s after the start."""
+    assert graded["first_result"] < 60, f"the first result was stored {graded['first_result']:.0f} s after the start"
+
+
+def test_no_hidden_input_reaches_anything_a_student_sees(graded):
+    """The answers that tried to hand tensor_bytes' hidden shapes back (an exception's class and message, a reply the
+    decoder refuses, a value a visible check shows, a forged reply to a run request, a judge failure): none of it is
+    in their autograded notebook, stored result, feedback, the CSV files or the class report."""
+    course = graded["course"]
+    for student in ("exception-class-leak", "protocol-error-leak", "got-leak", "forges-run-reply",
+                    "perf-counter-answer"):
+        found = {name: m.group() for name, text in _every_file_of(course, student).items()
+                 for m in [LEAKED.search(text)] if m}
+        assert not found, (student, found)
+        line = report_line(graded["students"][student], 7)
+        assert "grader's judge failed" not in line and "GraderBug" not in line, line
+
+
+def test_own_cells_that_could_change_the_course_are_named_not_run(graded):
+    course = graded["course"]
+    for student, named in (("exploration-cell", "my_sizes"), ("course-alias-patch", "import lecture2.answers"),
+                           ("perf-counter-own-cell", "import time"), ("magic-dense-own-cell", "!true")):
+        page = html.unescape((course / "feedback" / student / ASSIGNMENT / f"{S1}.html").read_text("utf-8"))
+        assert f"「{named}" in page and "not run by the grader" in page, (student, named)
+
+
+def test_a_stored_result_and_a_feedback_page_stay_small_whatever_the_file(graded):
+    course = graded["course"]
+    for student in ("printing-own-cells", "many-skipped-values", "magic-dense-own-cell"):
+        for path in [*(course / "autograded" / student).rglob("*"), *(course / "feedback" / student).rglob("*")]:
+            if path.is_file():
+                assert path.stat().st_size < 2**20, (path, path.stat().st_size)

@@ -219,6 +219,51 @@ def test_a_notebook_with_large_outputs_is_collected_whole_without_being_held_in_
     assert not list((course / "downloaded").glob(".spool-*")), "the spool is removed"
 
 
+def test_collecting_streams_every_entry_to_disk_whatever_the_archive(course, monkeypatch):
+    """A download holding a hand-in zip of sixteen distinct 16 MiB files (a few hundred KB zipped): collecting holds
+    a chunk at a time and one file's sources while it recognises it, not the files (the earlier collector held every
+    entry up to 16 MiB in memory: 64 of them took 1.07 GB); a hand-in zip gives at most MAX_NESTED_TOTAL bytes of
+    files, the rest named as not read."""
+    import io
+    import tracemalloc
+
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w", zipfile.ZIP_DEFLATED) as zf:
+        for k in range(16):
+            zf.writestr(f"scratch/copy{k}.ipynb", bytes([k]) * 16 * 2**20)
+    archive = _zip(course / "download.zip", {"alice_123_456_handin.zip": inner.getvalue()})
+    monkeypatch.setattr(intake.archives, "MAX_NESTED_TOTAL", 10 * 16 * 2**20)
+    tracemalloc.start()
+    try:
+        placed, unplaced = collect(course, [archive])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MiB held"
+    assert sum("not read (the files of this zip take over 160 MiB)" in u for u in unplaced) == 6, unplaced
+    assert not list((course / "downloaded").glob(".spool-*")), "the spool is removed"
+
+
+def test_a_file_slow_to_read_is_placed_by_its_name_within_the_reading_budget(course, monkeypatch):
+    """Recognising a file by its cells gives it READ_SECONDS (here 0.2 s): millions of brackets in its outputs (a few
+    MB zipped) are not read for ever; a file so named is placed (grading then says it took too long), a misnamed one
+    is reported as not recognised."""
+    import time
+
+    from lecture2_grader import runtime
+
+    text = _nb(NB1).decode()
+    cut = text.index('"outputs": [') + len('"outputs": [')
+    slow = (text[:cut] + "[]," * 8_000_000 + text[cut:]).encode()
+    archive = _zip(course / "slow.zip", {"kim/01_tensors_dtypes.ipynb": slow, "lee/notes.ipynb": slow})
+    monkeypatch.setattr(runtime, "READ_SECONDS", 0.2)
+    start = time.monotonic()
+    placed, unplaced = collect(course, [archive])
+    assert time.monotonic() - start < 20
+    assert placed == {"kim": ["01_tensors_dtypes (new)"]}, (placed, unplaced)
+    assert any("notes.ipynb" in u and "no notebook of the assignment recognised" in u for u in unplaced), unplaced
+
+
 # ---- an exchange that students write in: owners, links and times (issue 38)
 
 @pytest.fixture

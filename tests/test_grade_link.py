@@ -71,6 +71,20 @@ def overflowing_meta(fd):
 def garbage(fd):
     os.write(fd, b"\\xff" * 64)
     return 0
+def forge_run_reply(fd, kind):  # a reply to the run request in flight, written by the cell it runs
+    if kind == "raised":
+        body = {"id": in_flight(), "raised": {"types": ["GraderBug"], "builtin": "RuntimeError", "message": "SECRET-X"}}
+    elif kind == "bare-nan":
+        body = ('{"id": "%s", "cells": [{"index": 1, "status": "ok", "seconds": NaN}]}' % in_flight()).encode()
+    else:
+        body = ('{"id": "%s", "cells": %s}' % (in_flight(), "[" * 40 + "]" * 40)).encode()
+    os.write(fd, frame(body))
+    time.sleep(5)
+def leak_class(data):
+    raise type("L_" + data, (ValueError,), {})("leaked: " + data)
+def leak_malformed(fd, data):
+    os.write(fd, frame({"id": in_flight(), "ok": {"$obj": ["L_" + data, {}]}}))
+    time.sleep(5)
 def a_class_instance():
     return torch.nn.Linear(2, 2)
 def tensor():
@@ -191,6 +205,49 @@ def test_a_reply_written_before_its_call_is_never_taken(link):
     status = link.run_cells([{"index": 2, "at": 2.0, "kind": "answer", "grade_id": None,
                               "source": "def sub(a, b):\n    return a - b\n"}], 30)[0]
     assert status["status"] == "ok" and remote(link, "sub")(9, 2) == 7 and remote(link, "mul")(2, 2) == 4
+
+
+def _cell(source: str, index: int = 9) -> dict:
+    return {"index": index, "at": float(index), "kind": "answer", "grade_id": None, "source": source}
+
+
+@pytest.mark.parametrize("kind", ["raised", "bare-nan", "deep"])
+def test_a_reply_to_a_run_request_is_its_cells_statuses_or_a_protocol_error_of_that_call(link, kind):
+    """A run request answered with an exception (a cell that breaks the kernel's own code: the red team replaced
+    time.perf_counter and the judge failed with the student's text as its own), or with statuses outside the
+    decoder's grammar (a bare NaN, 40 levels deep): that cell is not run, its process replaced, never a grader
+    failure and never the student's words."""
+    status = link.run_cells([_cell(f"forge_run_reply({reply_fd(link)}, {kind!r})")], 30)[0]
+    assert status["status"] == "not run" and "protocol error" in status["message"], status
+    assert "SECRET-X" not in str(status) and "GraderBug" not in str(status)
+    assert remote(link, "add")(1, 1) == 2, "a new process runs the cells again and answers"
+
+
+def test_a_cells_seconds_are_the_judges_own_measure(link):
+    status = link.run_cells([_cell("import time\ntime.perf_counter = lambda: 5000.0\nx = 1")], 30)[0]
+    assert status["status"] == "ok" and status["seconds"] < 30, status
+    assert remote(link, "add")(2, 2) == 4, "the kernel's own clock was not the one replaced"
+
+
+def test_after_a_hidden_case_nothing_the_process_says_is_kept(link):
+    """Once the process has received a hidden case (link.tainted), what a protocol error quoted of its reply and what a
+    cell raised or printed are replaced by the judge's fixed note; a new process is clean. (An answer's exception
+    still reaches the check, which may name the usual mistake by it: judge.Sink keeps nothing else of the group.)"""
+    from lecture2_grader.link import TAINTED_DETAIL
+
+    link.tainted = True
+    with pytest.raises(ValueError) as err:
+        remote(link, "leak_class")("secret42")
+    assert type(err.value).__name__ == "L_secret42", "the check sees the answer's exception"
+    status = link.run_cells([_cell("raise type('L_secret42', (ValueError,), {})('secret42')")], 30)[0]
+    assert status["status"] == "error" and "secret42" not in str(status) and status["ename"] == ""
+    with pytest.raises(answers.AnswerUnavailable) as err:
+        remote(link, "leak_malformed")(reply_fd(link), "secret42")
+    assert "secret42" not in str(err.value) and "secret42" not in link.events.deaths[-1]
+    assert TAINTED_DETAIL in link.events.deaths[-1] and "protocol error" in link.events.deaths[-1]
+    assert remote(link, "add")(1, 1) == 2 and not link.tainted
+    with pytest.raises(answers.AnswerUnavailable, match="secret7"):  # a new process, clean: its checks see the detail
+        remote(link, "leak_malformed")(reply_fd(link), "secret7")
 
 
 def test_a_flooding_or_overflowing_reply_costs_its_call_within_the_time_left(link):

@@ -23,6 +23,7 @@ from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, SOLUTIONS, nbgrader_env
 from judging import runtime as judging_runtime
 from lecture2_grader import classrun, export, sandbox
 from lecture2_grader.run.local import LocalExecutor
+from lecture2_grader.runtime import CELL_SECONDS, NOTEBOOK_SECONDS
 
 pytestmark = pytest.mark.slow
 NB1 = "01_tensors_dtypes.ipynb"
@@ -45,9 +46,10 @@ class CountingExecutor(LocalExecutor):
 
 
 def grading_runtime():
+    """`make grade`'s limits (the stored results' key holds them: `nbgrader autograde` below reuses these results)."""
     rt = judging_runtime(sandboxed=True, threads=1)
-    rt.cell_timeout, rt.notebook_timeout = 60, 300
-    rt.limits = sandbox.Limits(memory=4 * 2**30)
+    rt.cell_timeout, rt.notebook_timeout = CELL_SECONDS, NOTEBOOK_SECONDS
+    rt.limits = sandbox.Limits()
     return rt
 
 

@@ -110,8 +110,7 @@ def _call_without_graph(what: str, fn, *args):
     except RuntimeError as err:
         if "grad" not in str(err):
             raise
-        first_line = (str(err).splitlines() or [""])[0]
-        checks.fail(f"{what} 出错 (raised) RuntimeError: {first_line[:100]}", "grad_by_autograd")
+        checks.fail(f"{what} 出错 (raised) {answers.quoted(err, 120)}", "grad_by_autograd")
 
 
 def _autograd_quadratic(x: float) -> float:
@@ -185,14 +184,14 @@ def backward_nodes_case(fn, recipe: dict, want: list[str], what: str, mistakes: 
     except AttributeError as err:
         if "NoneType" not in str(err):
             raise
-        checks.fail(f"{what} 出错 (raised) AttributeError: {err}", "nodes_none")
+        checks.fail(f"{what} 出错 (raised) {answers.quoted(err)}", "nodes_none")
     checks.expect_type(got, list, what=what)
     if "NoneType" in got:
         checks.fail(f"{what}: 列表里有 'NoneType'。", "nodes_none")
     checks.expect(all(type(n) is str for n in got),
                   f"{what}: 列表里应是 str (类名)，得到 {[type(n).__name__ for n in got][:4]}。")
     if any("object at" in n for n in got):
-        checks.fail(f"{what}: 得到 {got[:2]} ...", "nodes_class_name")
+        checks.fail(f"{what}: 得到 {checks.shown(got[:2])} ...", "nodes_class_name")
     checks.expect_equal(sorted(got), sorted(want), what=what,
                         mistakes=[checks.mistake(h, sorted(v)) for h, v in mistakes])
 

@@ -29,9 +29,9 @@ def tensor_bytes_case(fn, shape: tuple[int, ...], dtype: torch.dtype, want: int 
     except TypeError as err:
         if shape != ():
             raise
-        checks.fail(f"{what} 出错 (raised) TypeError: {err}", "shape_scalar")
+        checks.fail(f"{what} 出错 (raised) {answers.quoted(err)}", "shape_scalar")
     except (RuntimeError, MemoryError) as err:  # the answer allocated the tensor to ask for its size
-        checks.fail(f"{what} 出错 (raised) {type(err).__name__}: {str(err)[:100]}", "tensor_allocated")
+        checks.fail(f"{what} 出错 (raised) {answers.quoted(err, 120)}", "tensor_allocated")
     size = torch.empty(0, dtype=dtype).element_size()
     checks.expect_type(got, int, what=what)
     checks.expect_equal(got, want, what=what, mistakes=[
@@ -61,7 +61,7 @@ def float_format_case(fn, e: int, m: int, want: dict[str, float] | None = None, 
     try:
         got = answers.call(fn, e, m)
     except LookupError as err:  # a table of PyTorch's dtypes has no row for this format
-        checks.fail(f"{what} 出错 (raised) {type(err).__name__}: {err}", "format_from_table")
+        checks.fail(f"{what} 出错 (raised) {answers.quoted(err)}", "format_from_table")
     checks.expect_type(got, dict, what=what)
     checks.expect(set(got) >= {"max", "tiny", "eps"}, f"{what} 应有键 (keys) 'max', 'tiny', 'eps'，得到 {sorted(got)}")
     for (e2, m2), dt in TORCH_FORMATS.items():  # another format's torch.finfo: looked up, not derived

@@ -25,8 +25,7 @@ def _matmul_flops_of(fn, a_shape: tuple[int, ...], b_shape: tuple[int, ...]):
     except NotImplementedError:  # the unfilled stub (a RuntimeError too): reported as such
         raise
     except (RuntimeError, MemoryError) as err:  # the answer built tensors of these shapes
-        checks.fail(f"matmul_flops({a_shape}, {b_shape}) 出错 (raised) {type(err).__name__}: {str(err)[:100]}",
-                    "matmul_allocated")
+        checks.fail(f"matmul_flops({a_shape}, {b_shape}) 出错 (raised) {answers.quoted(err, 120)}", "matmul_allocated")
 
 
 def matmul_case(fn, a_shape: tuple[int, ...], b_shape: tuple[int, ...], device: str = "cpu",

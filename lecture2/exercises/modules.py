@@ -152,7 +152,7 @@ def _returned(seen: object, what: str):
     checks.expect(type(seen) is dict and type(seen.get("registered")) is int and "returned" in seen,
                   f"{what}: 检查的观测 (observation) 不完整，得到 {type(seen).__name__}。")
     if seen["registered"]:
-        checks.fail(f"{what}: 你的函数注册了 {seen['registered']} 个 Parameter。", "count_by_formula")
+        checks.fail(f"{what}: 你的函数注册了 {checks.shown(seen['registered'])} 个 Parameter。", "count_by_formula")
     return seen["returned"]
 
 
@@ -304,7 +304,7 @@ def _raised(seen: dict, what: str) -> None:
     err = answers.rebuild_exception(error)
     stage = error.get("stage") if isinstance(error, dict) else None
     stage = stage if stage in ("load_state_dict", "to", "forward", "backward") else "?"
-    message = f"{what}: {stage} 出错 (raised) {type(err).__name__}: {str(err)[:300]}"
+    message = f"{what}: {stage} 出错 (raised) {answers.quoted(err, 300)}"
     broadcast = stage == "forward" and isinstance(err, RuntimeError) and "must match the size" in str(err)
     checks.fail(message, "modules.rms_keepdim" if broadcast else None)
 

@@ -60,7 +60,7 @@ def _answer(fn, *args, what: str):
     except RuntimeError as err:
         if OFF not in str(err):
             raise
-        checks.fail(f"{what} 出错 (raised) RuntimeError: {str(err)[:120]}", "pipeline.instrument_off")
+        checks.fail(f"{what} 出错 (raised) {answers.quoted(err, 140)}", "pipeline.instrument_off")
 
 
 def schedule_case(fn, p: int, m: int, v: int, stage: int, bubble: float, in_flight: float,

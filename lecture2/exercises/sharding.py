@@ -82,7 +82,7 @@ def _answer(fn, *args, what: str):
     except RuntimeError as err:
         if OFF not in str(err):
             raise
-        checks.fail(f"{what} 出错 (raised) RuntimeError: {str(err)[:120]}", "sharding.instrument_off")
+        checks.fail(f"{what} 出错 (raised) {answers.quoted(err, 140)}", "sharding.instrument_off")
 
 
 def _raises_value_error(fn, *args, what: str) -> bool:
@@ -188,7 +188,7 @@ def rank_total(fn, n_params: int, n_ranks: int, stage: int, recipe: str, want: i
     what = f"bytes_per_rank({n_params:,}, {n_ranks}, {stage}, '{recipe}'): total bytes per GPU"
     got = _answer(fn, n_params, n_ranks, stage, recipe, what=what)
     checks.expect_type(got, dict, what=what)
-    checks.expect(all(type(v) is int for v in got.values()), f"{what}: 每一项都应是 int，得到 {got!r}")
+    checks.expect(all(type(v) is int for v in got.values()), f"{what}: 每一项都应是 int，得到 {checks.shown(got)}")
     checks.expect_equal(sum(got.values()), want, what=what)
 
 
@@ -314,8 +314,8 @@ def min_gpus_case(fn, n_params: float, stage: int, memory: float, other: float, 
         if got is None:
             return
         if got == math.inf or (type(got) in (int, float) and got <= 0):
-            checks.fail(f"{what}: 多少块 GPU 都放不下，应返回 None，得到 {got!r}", "sharding.none_not_inf")
-        checks.fail(f"{what}: 多少块 GPU 都放不下，应返回 None，得到 {got!r}",
+            checks.fail(f"{what}: 多少块 GPU 都放不下，应返回 None，得到 {checks.shown(got)}", "sharding.none_not_inf")
+        checks.fail(f"{what}: 多少块 GPU 都放不下，应返回 None，得到 {checks.shown(got)}",
                     "sharding.ddp_floor" if stage == 0 else "replicated_floor")
     checks.expect(got is not None, f"{what}: 应返回 {want}，得到 None")
     checks.expect_type(got, int, what=what)

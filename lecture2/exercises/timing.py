@@ -503,14 +503,14 @@ def checklist_case(fn, rng: random.Random, gpu_machine: bool = False, **setup) -
     except Exception as err:  # not hidden: the check fails, and says why the mock world broke the answer
         if not mocked:
             raise
-        checks.fail(f"training_checklist({what}) 出错 (raised) {type(err).__name__}: {err}", "timing.cuda_runtime")
+        checks.fail(f"training_checklist({what}) 出错 (raised) {answers.quoted(err)}", "timing.cuda_runtime")
     got = _seen(observed, "returned")["returned"]
     checks.expect_type(got, dict, what=f"training_checklist({what})")
     checks.expect(set(got) == CHECKLIST_KEYS, f"training_checklist 的键 (keys) 应是 {sorted(CHECKLIST_KEYS)}，得到 {sorted(map(str, got))}")
     for key in sorted(CHECKLIST_KEYS):
         checks.expect_type(got[key], bool, what=f"training_checklist({what})[{key!r}]")
         if got[key] != want[key]:
-            checks.fail(f"training_checklist({what})[{key!r}]: 期望 (expected) {want[key]}，得到 (got) {got[key]}。",
+            checks.fail(f"training_checklist({what})[{key!r}]: 期望 (expected) {want[key]}，得到 (got) {checks.shown(got[key])}。",
                         f"timing.{key}")
 
 
@@ -664,7 +664,7 @@ def grad_norm_case(fn, model: torch.nn.Module, what: str, rtol: float = 1e-5) ->
         observed = answers.observe(observe_grad_norm, fn, recipe)
     except (AttributeError, TypeError) as err:  # not hidden: it fails, with the hint when None gradients cause it
         if has_none:
-            checks.fail(f"grad_norm_report({what}) 出错 (raised) {type(err).__name__}: {err}", "timing.none_grads")
+            checks.fail(f"grad_norm_report({what}) 出错 (raised) {answers.quoted(err)}", "timing.none_grads")
         raise
     seen = _seen(observed, "returned", "grads")
     got = seen["returned"]

@@ -27,7 +27,8 @@ The parts, each importing only those above it:
 
     term.py        the due date and the LMS's time zone (Term), and how times are written (stamp, iso)
     names.py       what a path says: the LMSs' and the exchange's names, the student ids the course accepts, slug
-    archives.py    reading a zip or a folder into Received files, with their times; the size limits
+    archives.py    reading a zip or a folder into Received files, with their times; the size limits (a zip's files
+                   streamed to a spool folder, never held in memory)
     recognise.py   the student and the notebook of a Received file (attribute, match_notebook)
     history.py     a student's history as kept, and its readers (records, lateness, lms_identity, submitted_at)
     merging.py     the merge of a student's copies into submitted/ and their history (merge)
@@ -38,7 +39,7 @@ are copies here: to change one (a test does), set it on `intake.archives`.
 """
 from __future__ import annotations
 
-from .archives import IN_MEMORY, MAX_ENTRIES, MAX_ENTRY, MAX_NESTED, Received, entry_time, read_source
+from .archives import IN_MEMORY, MAX_ENTRIES, MAX_ENTRY, MAX_NESTED, MAX_NESTED_TOTAL, Received, entry_time, read_source
 from .collector import collect
 from .history import history_dir, lateness, lms_identity, record_time, records, stamp_time, submitted_at
 from .merging import merge
@@ -47,7 +48,8 @@ from .recognise import attribute, match_notebook, release_notebooks
 from .term import UTC, Term, iso, parse_time, read_settings, stamp
 
 __all__ = [
-    "CANVAS", "EXCHANGE_DIR", "IN_MEMORY", "MAX_ENTRIES", "MAX_ENTRY", "MAX_NESTED", "MOODLE_DIR", "NOT_STUDENTS",
+    "CANVAS", "EXCHANGE_DIR", "IN_MEMORY", "MAX_ENTRIES", "MAX_ENTRY", "MAX_NESTED", "MAX_NESTED_TOTAL", "MOODLE_DIR",
+    "NOT_STUDENTS",
     "PLAIN", "RENAMED", "STUDENT_ID", "UTC", "Received", "Term", "attribute", "collect", "entry_time", "history_dir",
     "iso", "lateness", "lms_identity", "match_notebook", "merge", "parse_time", "read_settings", "read_source",
     "record_time", "records", "release_notebooks", "slug", "stamp", "stamp_time", "submitted_at",

@@ -2,9 +2,12 @@
 of a folder (nbgrader's exchange inbound, student folders), each with the submission time its archive gives.
 
 Entry names are kept inside the archive (no "..", no absolute paths, Windows separators turned round); an entry is
-read no further than its size limit, whatever its header says; a file past IN_MEMORY is spooled to the caller's
-folder, never held whole in memory. Nothing here runs or parses what it reads. It reads the archives and folders
-it is given and writes only into `spool`.
+read no further than its size limit, whatever its header says. A zip's entries are streamed to the caller's spool
+folder a chunk at a time, never held in memory (a notebook, and a zip inside the zip, which is then read from
+there); an entry that is neither a notebook nor a zip is named but not read; a zip inside a zip gives at most
+MAX_NESTED_TOTAL bytes of files in all. So collecting takes memory of the order of one chunk and one notebook's
+sources, whatever the archive. Nothing here runs or parses what it reads. It reads the archives and folders it is
+given and writes only into `spool`.
 """
 from __future__ import annotations
 
@@ -21,9 +24,12 @@ from .folders import read_folder
 from .term import UTC
 
 MAX_ENTRY = 4 * 2**30  # bytes of one file taken from an archive (submission.MAX_FILE: a notebook's outputs count)
-IN_MEMORY = 16 * 2**20  # a larger file is spooled to disk while collecting, never held whole in memory
+IN_MEMORY = 16 * 2**20  # without a spool folder, a folder's file up to this is read into memory (folders.py)
 MAX_ENTRIES = 50_000
 MAX_NESTED = 256 * 2**20  # bytes of a zip inside a zip (a student's hand-in zip in an LMS download)
+MAX_NESTED_TOTAL = 2**30  # bytes of the files read from one zip inside a zip, all together (a hand-in zip holds
+#                           one notebook of each of ten: a few MB, or a few hundred with saved plots)
+CHUNK = 2**20  # bytes read and written at a time
 
 
 @dataclass
@@ -87,54 +93,63 @@ def entry_time(info: zipfile.ZipInfo, tz: dt.tzinfo) -> tuple[dt.datetime | None
         return None, ""
 
 
-def read_source(path: Path, tz: dt.tzinfo, spool: Path | None = None) -> tuple[list[Received], list[str]]:
+def read_source(path: Path, tz: dt.tzinfo, spool: Path) -> tuple[list[Received], list[str]]:
     """The files of a zip (one level of zips inside it too) or of a folder, with their times; and notes for what
-    could not be read at all."""
+    could not be read at all. A zip's files are spooled into `spool` (a folder the caller removes)."""
     name = path.name
     if path.is_dir():
         return read_folder(path, tz, spool, MAX_ENTRY, IN_MEMORY, Received)
     try:
         with zipfile.ZipFile(path) as zf:
-            return _read_zip(zf, name, tz, [], spool=spool)
+            return _read_zip(zf, name, tz, [], spool)
     except (zipfile.BadZipFile, OSError, EOFError) as err:
         return [], [f"{terminal(name, 100)}: not a zip file this collector reads ({terminal(err, 100)})"]
 
 
-def _read_zip(zf: zipfile.ZipFile, origin: str, tz: dt.tzinfo, outer: list[str],
-              nested: bool = False, spool: Path | None = None) -> tuple[list[Received], list[str]]:
+def _read_zip(zf: zipfile.ZipFile, origin: str, tz: dt.tzinfo, outer: list[str], spool: Path,
+              nested: bool = False) -> tuple[list[Received], list[str]]:
     found, notes = [], []
     infos = [i for i in zf.infolist() if not i.is_dir()]
     if len(infos) > MAX_ENTRIES:
         return [], [f"{terminal(origin, 100)}: {len(infos):,} entries, more than this collector reads ({MAX_ENTRIES:,})"]
+    total = 0  # bytes read from this zip inside a zip
     for info in infos:
         name = _entry_name(info)
         parts = [p for p in PurePosixPath(name).parts if p not in ("/", ".", "..")]
         if not parts or parts[0] == "__MACOSX" or parts[-1].startswith("._"):
             continue
         where = f"{origin}: {'/'.join(parts)}"
+        at, source = entry_time(info, tz)
         is_zip = parts[-1].lower().endswith(".zip") and not nested
-        limit = MAX_NESTED if is_zip else MAX_ENTRY if spool is not None else IN_MEMORY
+        if not is_zip and not parts[-1].lower().endswith(".ipynb"):  # named in what is not placed; never read
+            found.append(Received(where, b"", at=at, time_source=source, parts=outer + parts))
+            continue
+        limit = MAX_NESTED if is_zip else MAX_ENTRY
+        if nested:
+            limit = min(limit, MAX_NESTED_TOTAL - total)
         if info.file_size > limit:
-            notes.append(f"{terminal(where, 160)}: {info.file_size / 2**20:.0f} MiB, not read (limit {limit // 2**20} MiB)")
+            why = (f"the files of this zip take over {MAX_NESTED_TOTAL // 2**20} MiB" if nested and
+                   info.file_size <= MAX_ENTRY else f"limit {limit // 2**20} MiB")
+            notes.append(f"{terminal(where, 160)}: {info.file_size / 2**20:.0f} MiB, not read ({why})")
             continue
         try:
-            data = _take(zf, info, limit, None if is_zip else spool)
+            data = _take(zf, info, limit, spool)
         except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as err:
             notes.append(f"{terminal(where, 160)}: cannot be read ({terminal(err, 80)})")
             continue
         if data is None:
             notes.append(f"{terminal(where, 160)}: larger than it says, not read")
             continue
-        at, source = entry_time(info, tz)
-        if parts[-1].lower().endswith(".zip") and not nested:
-            import io
-
+        total += data.stat().st_size
+        if is_zip:
             try:
-                with zipfile.ZipFile(io.BytesIO(data)) as inner:
-                    inner_found, inner_notes = _read_zip(inner, where, tz, outer + parts[:-1] + [parts[-1]], True)
+                with zipfile.ZipFile(data) as inner:
+                    inner_found, inner_notes = _read_zip(inner, where, tz, outer + parts[:-1] + [parts[-1]], spool, True)
             except (zipfile.BadZipFile, OSError, EOFError) as err:
                 notes.append(f"{terminal(where, 160)}: not a zip file this collector reads ({terminal(err, 80)})")
                 continue
+            finally:
+                data.unlink(missing_ok=True)  # its files are spooled apart; the zip itself is kept in archive/
             for item in inner_found:  # the LMS's time of the zip is the submission time of what it holds
                 if at is not None and item.at is not None and item.time_source.startswith("zip"):
                     item.at, item.time_source = at, source
@@ -147,20 +162,18 @@ def _read_zip(zf: zipfile.ZipFile, origin: str, tz: dt.tzinfo, outer: list[str],
     return found, notes
 
 
-def _take(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, spool: Path | None) -> bytes | Path | None:
-    """An entry's bytes, or (past IN_MEMORY, with a `spool` folder) the file it was spooled to; None when it inflates
-    past `limit`, whatever its header says (it is read no further)."""
-    with zf.open(info) as f:
-        data = f.read(min(limit, IN_MEMORY) + 1)
-        if len(data) <= IN_MEMORY or spool is None:
-            return data if len(data) <= limit else None
-        fd, name = tempfile.mkstemp(dir=spool, suffix=".ipynb")
-        size = len(data)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                size += len(chunk)
-                if size > limit:
-                    break
-                out.write(chunk)
-    return Path(name) if size <= limit else None
+def _take(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, spool: Path) -> Path | None:
+    """An entry streamed into a new file of `spool`, CHUNK bytes at a time; None when it inflates past `limit`,
+    whatever its header says (it is read no further, and nothing of it is kept)."""
+    fd, name = tempfile.mkstemp(dir=spool, suffix=".part")
+    size = 0
+    with zf.open(info) as f, os.fdopen(fd, "wb") as out:
+        for chunk in iter(lambda: f.read(CHUNK), b""):
+            size += len(chunk)
+            if size > limit:
+                break
+            out.write(chunk)
+    if size > limit:
+        os.unlink(name)
+        return None
+    return Path(name)

@@ -14,7 +14,7 @@ A folder students write in is read as they could have left it at any moment, and
   unprivileged program can set back; the time the student's own timestamp.txt claims is kept beside it
   (`Received.claimed_at`) and shown, never used. A copy of the collector's own keeps its timestamp.txt's time.
 
-It reads what it is given and writes only into `spool` (files past IN_MEMORY, copied through their descriptor).
+It reads what it is given and writes only into `spool` (every file, copied through its descriptor).
 """
 from __future__ import annotations
 
@@ -68,9 +68,11 @@ def _small_text(parent: int, name: str, limit: int = 4096) -> tuple[str, int] | 
 
 
 def _read(fd: int, size: int, in_memory: int, spool: Path | None) -> bytes | Path:
+    """The open file's bytes: copied into a new file of `spool` a chunk at a time (never held: a class's inbound can
+    hold thousands), or, without a spool, read whole when at most `in_memory` bytes."""
     with os.fdopen(fd, "rb") as f:
-        if size <= in_memory or spool is None:
-            return f.read(size + 1)[:size]
+        if spool is None:
+            return f.read(min(size, in_memory) + 1)[:size]
         out_fd, name = tempfile.mkstemp(dir=spool, suffix=".ipynb")
         with os.fdopen(out_fd, "wb") as out:
             left = size

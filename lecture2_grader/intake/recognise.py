@@ -118,10 +118,16 @@ def match_notebook(file_name: str, data: bytes | Path, released: dict[str, set[s
 
 
 def _by_cells(data: bytes | Path, released: dict[str, set[str]]) -> str | None:
+    """The one release notebook whose own grade_ids the file's cells hold; None when none or several do, or when
+    the file is no notebook, or takes longer than READ_SECONDS to read (it is then placed by its name, or not)."""
+    import time
+
+    from ..runtime import READ_SECONDS
     from ..submission import Unreadable, cells_of, decode, notebook_text, strip_outputs
 
+    deadline = time.monotonic() + READ_SECONDS
     try:
-        text = notebook_text(data) if isinstance(data, Path) else decode(strip_outputs(data))
+        text = notebook_text(data, deadline) if isinstance(data, Path) else decode(strip_outputs(data, deadline))
         ids = {c["grade_id"] for c in cells_of(text) if c["grade_id"]}
     except (Unreadable, OSError):
         return None
