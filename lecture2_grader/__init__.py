@@ -11,7 +11,8 @@ classrun.py. The package by layer, each using only those below it (docs/architec
 
     commands      cli.py (make grade) and watch.py, validate.py, handin.py, collect.py, export.py,
                   release_feedback.py, nbgrader_hooks.py (formgrader's buttons through this grader)
-    the class     classrun.py: a short loop over records; gradebook.py, report.py, classreport.py
+    the class     classrun.py: a short loop over records; gradebook.py, report.py, classreport.py (and
+                  classpredictions.py: the class's predictions beside each measurement)
     where judges  run/: the executor interface; local.py this machine, dask.py and clusters.py a Dask cluster
     run              (Slurm, Kubernetes); preflight.py the proof that the sandbox works
     one notebook  pipeline.py; readers.py reading its file within a time and memory limit; launch.py starting its
@@ -19,7 +20,8 @@ classrun.py. The package by layer, each using only those below it (docs/architec
                   leaves; store.py its stored run
     prepare       submission.py (the file), source.py (a cell as Python), scan.py, plan.py, advice.py
     the boundary  judge.py, link.py (its end of the wire), kernel.py (the student's end), sandbox.py (the walls)
-    records       records.py (Judged, StudentRun, ClassRun), score.py (points), course.py (the instructor's
+    records       records.py (Judged, StudentRun, ClassRun), predictions.py (a prediction cell read as data),
+                  score.py (points), course.py (the instructor's
                   notebooks), runtime.py (a run's settings and every time limit), draws.py (the secrets hidden
                   cases are drawn from), files.py, text.py (escaping)
 

@@ -52,7 +52,7 @@ def summary(result: NotebookResult, job: Job | None = None, status: str = "grade
                       "groups": groups, "error": (t.error or {}).get("ename")})
     return {"notebook": result.name.removesuffix(".ipynb"), "score": result.score, "tests": tests,
             "problems": result.problems, "findings": list(job.findings) if job else [], "state": status,
-            "attempted": status == "graded"}
+            "attempted": status == "graded", "predictions": dict(job.predictions) if job else {}}
 
 
 def load(course: Path, student: str) -> dict[str, dict]:

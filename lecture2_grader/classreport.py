@@ -13,6 +13,8 @@ intake records), never from anything a student's code printed:
     mistakes.csv               one row per notebook, exercise, check group and usual mistake (attempted work only):
                                its hint key and text, how many made it, of how many who attempted the exercise
     mistakes_by_student.csv    the same, one row per student who made it (for a spreadsheet's filters)
+    predictions.csv            what each student predicted before each measurement, beside the measurement; the page
+                               shows the class's distribution per prediction (classpredictions.py)
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from . import artifacts, gradebook
+from . import artifacts, classpredictions, gradebook
 from .text import csv_cell, html
 
 OTHER = {"timeout": ("timeout", "超时 (timeout): 检查在时间限制内没有结束"),
@@ -108,7 +110,9 @@ def write(course: Path, students: list[str]) -> tuple[Path, Path]:
     stems, maxima, table = gradebook.table(course)
     table = [row for row in table if row["student"] in set(students)]
     figures = _figures(table, stems, maxima, folder)
-    page = _page(results, rows, tally, table, stems, maxima, figures)
+    predicted = classpredictions.rows(course, results)
+    classpredictions.write_csv(course, predicted)
+    page = _page(results, rows, tally, table, stems, maxima, figures, classpredictions.section(predicted))
     html_path = folder / "index.html"
     html_path.write_text(page, encoding="utf-8")
     return csv_path, html_path
@@ -124,7 +128,7 @@ background:#55a868;vertical-align:middle}.barbg{display:inline-block;background:
 img{display:block;max-width:100%}code{font-size:13px}.g{display:inline-block;white-space:nowrap;margin:0 16px 2px 0}"""
 
 
-def _page(results, rows, tally, table, stems, maxima, figures) -> str:
+def _page(results, rows, tally, table, stems, maxima, figures, predicted=()) -> str:
     max_total = sum(maxima.values())
     totals = sorted(r["total"] for r in table)
     n = len(table)
@@ -147,6 +151,7 @@ def _page(results, rows, tally, table, stems, maxima, figures) -> str:
     out += _students(table, stems, maxima)
     out += _pass_rates(tally)
     out += _mistakes(rows, tally)
+    out += predicted
     flagged = [(s, stem, "; ".join(nb.get("findings") or [])) for s, nbs in sorted(results.items())
                for stem, nb in sorted(nbs.items()) if nb.get("findings")]
     out.append("<h2>Answers the static scan flagged for a look (scored as usual)</h2>")

@@ -49,6 +49,7 @@ class Job:
     digest: str = ""  # store.key of the submission, the instructor's notebook, the code (every file of lecture2 and the
     #                   JUDGING modules), the run's limits and the draw: the regrade cache key
     notices: list[str] = field(default_factory=list)  # advice for the student (advice.py): validate and feedback
+    predictions: dict[str, dict] = field(default_factory=dict)  # what the student predicted (predictions.py): data
 
 
 def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_digest: str = "",
@@ -77,7 +78,8 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
     notices = advice.skipped_own_cells(answers, kernel) + advice.edited_course_cells(nb, answers)
     job = {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells, "answer_names": nb.answer_names(),
            "draw": draw}
-    return Job(student, nb.name, answers.sources, list(answers.problems), findings, job, digest, notices)
+    return Job(student, nb.name, answers.sources, list(answers.problems), findings, job, digest, notices,
+               answers.predictions)
 
 
 def execute(judge_job: dict, runtime: Runtime, **where) -> dict:

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import predictions
 from .course import printable_id, top_level_names
 
 MAX_FILE = 4 * 2**30  # bytes of one notebook file, outputs included (they are skipped, never read whole)
@@ -54,6 +55,7 @@ class Answers:
     own_cells: list[StudentCell] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     edited: dict[str, str] = field(default_factory=dict)  # a course cell's grade_id -> the student's changed source
+    predictions: dict[str, dict] = field(default_factory=dict)  # prediction key -> {my_ name: literal} (predictions.py)
 
 
 def decode(raw: bytes) -> str:
@@ -213,7 +215,11 @@ def cells_of(text: str) -> list[dict]:
         gid = nbg.get("grade_id") if isinstance(nbg.get("grade_id"), str) else None
         source = raw.get("source", raw.get("input", ""))  # nbformat 3 code cells keep it in "input"
         kind = raw.get("cell_type") if isinstance(raw.get("cell_type"), str) else "?"
-        cells.append({"cell_type": kind, "source": _source(source), "grade_id": gid, "tagged": bool(nbg)})
+        ours = meta.get("lecture2") if isinstance(meta.get("lecture2"), dict) else {}
+        key = ours.get("prediction")  # a prediction cell's key (lecture2.predict): read as data, never run
+        key = key if isinstance(key, str) and 0 < len(key) <= 80 and key.isprintable() else None
+        cells.append({"cell_type": kind, "source": _source(source), "grade_id": gid, "tagged": bool(nbg),
+                      "prediction": key})
     return cells
 
 
@@ -315,4 +321,5 @@ def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known
         if cell["source"].strip() and len(cell["source"]) <= MAX_ANSWER:
             answers.own_cells.append(StudentCell(anchor, position, cell["source"]))
             position += 1
+    answers.predictions = predictions.read(cells)
     return answers

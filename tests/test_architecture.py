@@ -10,12 +10,12 @@ from conftest import ROOT
 GRADER = ROOT / "lecture2_grader"
 # Lowest first. A module may import its own layer's and lower layers' modules; a layer's row says what it holds.
 LAYERS = [
-    ("ground", {"text", "files", "source", "course", "records", "sandbox", "runtime", "draws"}),
+    ("ground", {"text", "files", "source", "course", "records", "sandbox", "runtime", "draws", "predictions"}),
     ("a notebook's parts", {"submission", "scan", "plan", "advice", "score", "link", "judge", "store", "report",
                             "release_feedback"}),
     ("one notebook", {"launch", "preload", "preload_bitsandbytes", "pipeline", "feedback", "artifacts", "readers"}),
     ("where judges run, the term", {"run", "validate", "gradebook", "intake", "collect"}),
-    ("the class", {"classrun", "classreport", "export", "handin"}),
+    ("the class", {"classrun", "classreport", "classpredictions", "export", "handin"}),
     ("commands", {"watch", "cli", "__main__", "nbgrader_hooks", "__init__"}),
 ]
 APART = {"kernel"}  # runs inside the sandbox: the standard library and lecture2 only
