@@ -118,6 +118,36 @@ def exercise_table() -> str:
     return "\n".join(lines)
 
 
+KINDS = ("derivation", "implementation", "bookkeeping")  # what an exercise asks of the student (issue 40)
+
+
+def answer_cells() -> list[dict]:
+    """Every exercise's answer cell of solutions/, in order: notebook, grade_id, and what it asks the student to work
+    out (its metadata `lecture2.derives`, one line) and of which kind (`lecture2.kind`: KINDS)."""
+    rows = []
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if not cell.metadata.get("nbgrader", {}).get("solution") or cell.cell_type != "code":
+                continue
+            ours = cell.metadata.get("lecture2", {})
+            rows.append({"notebook": path.stem, "grade_id": cell.metadata["nbgrader"]["grade_id"],
+                         "derives": ours.get("derives", ""), "kind": ours.get("kind", "")})
+    return rows
+
+
+def derivation_table() -> str:
+    """docs/exercises.md: what each exercise asks the student to derive or build, and the share that does."""
+    rows = answer_cells()
+    lines = ["| notebook | answer cell | kind | what the student works out |", "|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['notebook'][:2]} | `{row['grade_id']}` | {row['kind'] or '(not stated)'} | "
+                     f"{_cell(row['derives']) or '(not stated)'} |")
+    deriving = sum(r["kind"] in ("derivation", "implementation") for r in rows)
+    lines.append(f"| | **{len(rows)} exercises** | **{deriving} derive or build** "
+                 f"({100 * deriving / len(rows) if rows else 0:.0f}%) | |")
+    return "\n".join(lines)
+
+
 def readme_exercises() -> str:
     """README's short table: one row per graded cell (its grade_id and points), the details in docs/exercises.md."""
     lines = ["| notebook | test cell | points | exercises |", "|---|---|---|---|"]
@@ -128,7 +158,7 @@ def readme_exercises() -> str:
 
 
 GENERATED = {"docs/grading.md": {"oracle-table": oracle_table},
-             "docs/exercises.md": {"exercise-table": exercise_table},
+             "docs/exercises.md": {"exercise-table": exercise_table, "derivation-table": derivation_table},
              "README.md": {"exercise-table": readme_exercises}}
 
 
