@@ -64,7 +64,7 @@ HINTS: dict[str, str] = {
     "numel": "元素个数 (numel) 不对：应是 shape 各维的乘积 (product)，不是和 (sum)。",
     "bias_off_by_one": "指数偏置 (exponent bias) 差了一：bias = 2**(e-1) - 1。",
     "eps_half": "eps 是 1.0 与下一个可表示数的间距 (spacing) = 2**-m，不是它的一半 (那是舍入误差上界)。",
-    "mantissa_max": "最大值的尾数部分 (mantissa) 是 2 - 2**-m，不是 1：所有尾数位都是 1。",
+    "mantissa_max": "最大值不只取最大的指数，尾数位 (mantissa) 也全取 1：1 + (2**m - 1) / 2**m = 2 - 2**-m，不是 1。",
     "subnormal": "你算的是最小次正规数 (smallest subnormal)；tiny 指最小的正规数 (smallest normal)。",
     "multiply_add": "少了乘加 (multiply-add) 的 2：每个乘加是 2 FLOPs。",
     "forward_only": "只算了前向 (forward)；前向 + 反向 (backward) 约是前向的 3 倍。",
@@ -125,7 +125,6 @@ HINTS: dict[str, str] = {
     "tensor_allocated": "不要真的分配这个 Tensor：字节数只由 shape 和 dtype 决定 (元素个数 × dtype.itemsize)，检查用的 shape 大到任何机器都分配不出来。",
     "format_from_table": "这是 PyTorch 某个已有 dtype 的 torch.finfo：要从位数 (e, m) 用公式推出，PyTorch 没有的格式也要能算。",
     "e4m3fn_max": "448 是 float8_e4m3fn (即 OCP FP8 规范里的 E4M3) 的最大值，它把指数全 1 也用来表示数；练习要的是 IEEE 式格式 (指数全 1 留给 inf/NaN)，E4M3 的最大值是 240。",
-    "unit_unknown": "只支持 'GB' (10**9 bytes) 和 'GiB' (2**30 bytes)：其他单位 (例如 'MB') 要 raise ValueError，不能悄悄当成 GB。",
     # 02: autograd
     "grad_3x_dropped": "漏掉了 3x 这一项：它的导数是 3。",
     "grad_returned_y": "你返回的是 y 本身，不是导数 dy/dx。",

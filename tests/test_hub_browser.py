@@ -288,7 +288,7 @@ def test_a_class_on_the_hub_end_to_end():
                 history = list((course / "submitted" / ben / "history" / ASSIGNMENT).rglob("*.ipynb"))
                 assert len(history) == 2, history  # both of ben's copies kept
                 lines = {n: next(ln for ln in graded.stdout.splitlines() if ln.startswith(f"{n}:")) for n in (ana, ben)}
-                assert f"{ana}: 2/7" in lines[ana] and f"{ben}: 0/7" in lines[ben], graded.stdout
+                assert f"{ana}: 2/5" in lines[ana] and f"{ben}: 0/5" in lines[ben], graded.stdout
                 assert released.stdout.strip() == f"{ben}: 1 feedback page released (01_tensors_dtypes)", released.stdout
                 grades = (course / "grades.csv").read_text(encoding="utf-8")
                 assert re.search(rf"^{ben},.*\b01 \(\+", grades, re.M) and not re.search(rf"^{ana},.*\(\+", grades, re.M), grades
