@@ -41,7 +41,7 @@ def test_each_student_and_notebook_draws_from_its_own_secret():
     assert a != draws.student_draw(os.urandom(32), "ana", NB1), "another course draws other cases"
     with checks.drawing_from(a):
         first = [checks.drawn("tensor_bytes: drawn shapes").random() for _ in range(3)]
-        other_label = checks.drawn("weight_memory: drawn sizes").random()
+        other_label = checks.drawn("float_format_limits: more formats").random()
     with checks.drawing_from(b):
         assert checks.drawn("tensor_bytes: drawn shapes").random() != first[0]
     with checks.drawing_from(a):

@@ -47,15 +47,15 @@ def test_a_demo_runs_for_the_globals_an_answer_reads_not_for_its_parameters_and_
 
 def test_dynamic_reads_run_every_instructor_cell():
     answers = reference_answers(NAME)
-    answers["ex03_block_params"] = "def block_params(*a):\n    return globals()['x']\n"
+    answers["ex03_gpt_params"] = "def gpt_params(*a):\n    return globals()['x']\n"
     p = plan.kernel_plan(NB, Answers(sources=answers))
     assert p.everything and {c.index for c in NB.cells if c.kind == "code"} <= {c["index"] for c in p.cells}
 
 
 def _own_plan(answer_source: str, *own_sources: str) -> plan.KernelPlan:
-    """Notebook 03's plan with block_params's answer `answer_source` and own cells after it."""
+    """Notebook 03's plan with gpt_params's answer `answer_source` and own cells after it."""
     answers = reference_answers(NAME)
-    answers["ex03_block_params"] = answer_source
+    answers["ex03_gpt_params"] = answer_source
     own = [StudentCell(5 + k, k, source) for k, source in enumerate(own_sources)]
     return plan.kernel_plan(NB, Answers(sources=answers, own_cells=own))
 
@@ -64,7 +64,7 @@ def _ran(p: plan.KernelPlan) -> list[str]:
     return [c["source"] for c in p.cells if c["kind"] == "own"]
 
 
-READS_HELPER = "def block_params(*a):\n    return helper(GiB)\n"
+READS_HELPER = "def gpt_params(*a):\n    return helper(GiB)\n"
 
 
 def test_own_cells_run_when_an_answer_needs_them_and_they_only_define_things():
@@ -88,7 +88,7 @@ def test_an_own_cell_nothing_needs_is_named_and_not_run():
 
 
 def test_an_own_cell_runs_when_an_own_cell_that_runs_needs_it():
-    p = _own_plan("def block_params(*a):\n    return outer()\n", "def inner():\n    return 1",
+    p = _own_plan("def gpt_params(*a):\n    return outer()\n", "def inner():\n    return 1",
                   "def outer():\n    return inner()", "def spare():\n    return 2")
     assert _ran(p) == ["def inner():\n    return 1", "def outer():\n    return inner()"]
 
@@ -107,14 +107,14 @@ def test_own_cells_that_could_change_the_course_do_not_run_however_they_are_writ
     attribute set on anything imported, names bound inside a function, code run by a decorator, a default value, a
     class body, a metaclass or a base class's hook, a module a cell could have written. Each is named with what it
     does."""
-    kinds = plan.student_names(["def block_params(*a):\n    cfg = 1\n    return cfg\n", "def train_step():\n    pass"])
+    kinds = plan.student_names(["def gpt_params(*a):\n    cfg = 1\n    return cfg\n", "def train_step():\n    pass"])
     cases = {
         "losses = [train_step() for _ in range(10**6)]": "train_step",
         "est = lecture2.estimate\nest.SECONDS_PER_DAY = 1": "lecture2.estimate",
         "import lecture2.estimate as est\nalias = est": "est",
         "import lecture2.answers\nlecture2.answers.instruments_off = lambda *a: None": "lecture2.answers.instruments_off",
         "from lecture2 import answers\nanswers.instruments_off = None": "answers.instruments_off",
-        "cfg.x = 1": "cfg.x",  # cfg is a local of block_params, not theirs
+        "cfg.x = 1": "cfg.x",  # cfg is a local of gpt_params, not theirs
         "def patch(f):\n    return f\n@patch\ndef g():\n    pass": "@patch",
         "def g(x=train_step()):\n    pass": "train_step",
         "class K:\n    lecture2.estimate.SECONDS_PER_DAY = 1": "K",

@@ -104,13 +104,13 @@ def test_a_late_notebook_costs_one_notebook_to_regrade(term):
     assert sorted(term["ran_first"]) == ["annlee-101/01_tensors_dtypes", "benko-202/01_tensors_dtypes",
                                          "cyblank-303/01_tensors_dtypes", "dee-moo-404/01_tensors_dtypes"]
     assert term["ran_again"] == ["benko-202/01_tensors_dtypes"], "only the changed notebook runs again"
-    assert term["first"]["benko-202"].total == 5 and term["again"]["benko-202"].total == 7
+    assert term["first"]["benko-202"].total == 3 and term["again"]["benko-202"].total == 5
     assert any("3 of 4 notebooks unchanged" in n for n in term["notes"])
 
 
 def test_grades_csv_tells_late_blank_and_missing_apart(term):
     rows = {r["student"]: r for r in csv.DictReader((term["course"] / "grades.csv").open(encoding="utf-8"))}
-    assert rows["benko-202"]["late"] == "01 (+12.0 h)" and rows["benko-202"]["total"] == "7"
+    assert rows["benko-202"]["late"] == "01 (+12.0 h)" and rows["benko-202"]["total"] == "5"
     assert rows["cyblank-303"]["blank"] == "01" and rows["cyblank-303"]["total"] == "0"
     assert rows["annlee-101"]["late"] == rows["annlee-101"]["blank"] == rows["annlee-101"]["missing"] == ""
     assert rows["benko-202"]["submitted_at"] == "2026-03-03T04:00:00Z"
@@ -135,7 +135,7 @@ def test_the_gradebook_holds_the_submission_time_so_nbgrader_says_graded(term):
     assert proc.returncode == 0, proc.stderr
     graded, rows = proc.stdout.splitlines()[-2:]
     assert graded == "['annlee-101', 'benko-202', 'cyblank-303', 'dee-moo-404']"
-    assert "('benko-202', 7.0, True)" in rows and "('cyblank-303', 0.0, True)" in rows
+    assert "('benko-202', 5.0, True)" in rows and "('cyblank-303', 0.0, True)" in rows
 
 
 def test_nbgrader_autograde_goes_through_the_course_grader(term):
@@ -147,7 +147,7 @@ def test_nbgrader_autograde_goes_through_the_course_grader(term):
                           env=nbgrader_env(), capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert "goes through the course's grader" in out and "annlee-101: 7/7" in out
+    assert "goes through the course's grader" in out and "annlee-101: 5/5" in out
     assert "4 of 4 notebooks unchanged" in out and "Removing existing assignment" not in out
     assert sorted((course / "autograded").rglob("*.result.json")) == stored
 
@@ -156,12 +156,12 @@ def test_lms_export_files_have_the_importers_columns(term):
     paths, warnings = export.write(term["course"])
     canvas = list(csv.reader(paths[0].open(encoding="utf-8")))
     assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lecture 2 (4242)"]
-    assert canvas[1] == ["    Points Possible", "", "", "", "", "7"]
-    assert sorted((r[1], r[5]) for r in canvas[2:]) == [("101", "7"), ("202", "7"), ("303", "0")]
+    assert canvas[1] == ["    Points Possible", "", "", "", "", "5"]
+    assert sorted((r[1], r[5]) for r in canvas[2:]) == [("101", "5"), ("202", "5"), ("303", "0")]
     moodle = list(csv.DictReader(paths[1].open(encoding="utf-8")))
     assert list(moodle[0]) == ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)",
                                "Feedback comments"]
-    assert [(r["Identifier"], r["Grade"], r["Maximum Grade"]) for r in moodle] == [("Participant 404", "7", "7")]
+    assert [(r["Identifier"], r["Grade"], r["Maximum Grade"]) for r in moodle] == [("Participant 404", "5", "5")]
     assert not warnings
 
 
