@@ -29,10 +29,13 @@ def _number(value: object) -> float | None:
 
 
 def _shown(value: object) -> str:
+    """A value as the student wrote it: a count exactly (40,960), other numbers to 4 significant digits."""
     number = _number(value)
     if number is None:
         return repr(value)
-    return f"{number:.4g}" if abs(number) < 1e5 or number == 0 else f"{number:.3e}"
+    if number.is_integer() and abs(number) < 1e15:
+        return f"{int(number):,}"
+    return f"{number:.4g}" if abs(number) < 1e5 else f"{number:.3e}"
 
 
 def line(prediction: object, measured: object, what: str = "") -> str:
