@@ -459,10 +459,17 @@ RETURNS = {(int,): "returns_int", (float,): "returns_float", (dict,): "returns_d
            (int, float): "returns_number", (float, int): "returns_number"}  # expect_type's hint by the types asked
 
 
+def _idea(key: str | None) -> Mistake | None:
+    """The hint of an exercise's idea (a key of HINTS), shown when a wrong answer matches no usual mistake."""
+    return Mistake(None, HINTS[key], key) if key else None
+
+
 def expect_close(got: object, want: float, *, what: str, rtol: float = 1e-9, atol: float = 0.0,
-                 mistakes: tuple[Mistake, ...] | list[Mistake] = (), terms: dict[str, float] | None = None) -> None:
+                 mistakes: tuple[Mistake, ...] | list[Mistake] = (), terms: dict[str, float] | None = None,
+                 idea: str | None = None) -> None:
     """Fail unless `got` is an exact int or float within `rtol`/`atol` of `want`; name the matching
-    mistake, or else explain the difference with the named `terms` (e.g. {"d": d, "V·d": V * d})."""
+    mistake, or else explain the difference with the named `terms` (e.g. {"d": d, "V·d": V * d}) and give the
+    hint `idea` (a key of HINTS: the exercise's idea, the first step towards the formula) when there is one."""
     __tracebackhide__ = True
     if not _is_number(got):
         _refuse_foreign(got, what)
@@ -471,13 +478,14 @@ def expect_close(got: object, want: float, *, what: str, rtol: float = 1e-9, ato
     if not _close(float(got), float(want), rtol, atol):
         hint = _matching_hint(got, mistakes, rtol, atol)
         extra = "" if hint or not _is_number(want) else _explain_difference(float(got), float(want), terms, rtol)
-        _fail(what, want, got, hint, extra)
+        _fail(what, want, got, hint or _idea(idea), extra)
 
 
 def expect_equal(got: object, want: object, *, what: str,
-                 mistakes: tuple[Mistake, ...] | list[Mistake] = (), terms: dict[str, float] | None = None) -> None:
+                 mistakes: tuple[Mistake, ...] | list[Mistake] = (), terms: dict[str, float] | None = None,
+                 idea: str | None = None) -> None:
     """Fail unless `got == want` exactly, `got` built of exact built-in types; name the matching mistake,
-    or else explain a numeric difference with the named `terms`."""
+    or else explain a numeric difference with the named `terms` and give the hint `idea` (see expect_close)."""
     __tracebackhide__ = True
     _refuse_foreign(got, what)
     if _is_number(want) and not _is_number(got):
@@ -488,7 +496,7 @@ def expect_equal(got: object, want: object, *, what: str,
         extra = ""
         if hint is None and _is_number(got) and _is_number(want):
             extra = _explain_difference(float(got), float(want), terms, 0.0)
-        _fail(what, want, got, hint, extra)
+        _fail(what, want, got, hint or _idea(idea), extra)
 
 
 def expect(condition: object, message: str) -> None:
