@@ -104,38 +104,41 @@ def _by_formula(fn, what: str, *args):
 _DTYPES = {4: torch.float32, 2: torch.bfloat16, 8: torch.float64}
 
 
-def measured_intensity(m: int, k: int, n: int, dtype: torch.dtype, device: str = "meta") -> float:
-    """FLOP/byte of (m x k) @ (k x n) in `dtype`: PyTorch's FLOP counter on the matmul, over the nbytes of A, B and the
-    output C (each read or written once), on real tensors of `device` ("meta": shapes only, any size)."""
+def matmul_traffic(m: int, k: int, n: int, dtype: torch.dtype, device: str = "meta") -> dict[str, int]:
+    """What (m x k) @ (k x n) in `dtype` does and moves, measured on tensors of `device` ("meta": shapes only, any
+    size): {"flops": PyTorch's FLOP counter on the matmul, "a", "b", "out": each tensor's nbytes, "elements": their
+    numel together}."""
     a = torch.empty(m, k, device=device, dtype=dtype)
     b = torch.empty(k, n, device=device, dtype=dtype)
-    out = torch.empty(0)
+    out = []
+    flops = measure.count_flops(lambda: out.append(a @ b))
+    return {"flops": flops, "a": a.nbytes, "b": b.nbytes, "out": out[0].nbytes,
+            "elements": a.numel() + b.numel() + out[0].numel()}
 
-    def run():
-        nonlocal out
-        out = a @ b
 
-    flops = measure.count_flops(run)
-    return flops / (a.nbytes + b.nbytes + out.nbytes)
+def _intensities(m: int, k: int, n: int, dtype: torch.dtype, device: str = "meta") -> dict[str, float]:
+    """The measured intensity (FLOPs over the bytes of A, B and C, the convention: inputs read once, the output written
+    once) and, by hint key, what each usual mistake makes of the same measurements."""
+    t = matmul_traffic(m, k, n, dtype, device)
+    moved = t["a"] + t["b"] + t["out"]
+    return {"": t["flops"] / moved,
+            "multiply_add": t["flops"] / 2 / moved,
+            "bits_for_bytes": t["flops"] / (8 * moved),
+            "flops.intensity_output": t["flops"] / (t["a"] + t["b"]),
+            "flops.intensity_per_element": t["flops"] / t["elements"],
+            "flops.intensity_weights_only": t["flops"] / t["b"],
+            "flops.intensity_weights_only ": t["flops"] / t["a"]}  # the other operand taken for "the weights"
 
 
 def intensity_case(fn, m: int, k: int, n: int, dtype: torch.dtype, device: str = "meta") -> None:
-    """fn(m, k, n, bytes_per_element) against the intensity measured on tensors of these shapes and `dtype`
-    (`measured_intensity`), rtol 1e-9; the usual mistakes named from their own formulas."""
+    """fn(m, k, n, bytes_per_element) against the intensity measured on tensors of these shapes and `dtype`, rtol
+    1e-9; the usual mistakes named from the same measurements."""
     __tracebackhide__ = True
-    want = measured_intensity(m, k, n, dtype, device)
-    b = dtype.itemsize
-    what = f"matmul_intensity({m}, {k}, {n}, bytes_per_element={b})"
-    got = _by_formula(fn, what, m, k, n, b)
-    flops = 2 * m * k * n
-    checks.expect_close(got, want, rtol=1e-9, what=what, idea="flops.intensity_idea", mistakes=[
-        checks.mistake("multiply_add", want / 2),
-        checks.mistake("bits_for_bytes", want / 8),
-        checks.mistake("flops.intensity_output", flops / (b * (m * k + k * n))),
-        checks.mistake("flops.intensity_per_element", flops / (m * k + k * n + m * n)),
-        checks.mistake("flops.intensity_weights_only", flops / (b * k * n)),
-        checks.mistake("flops.intensity_weights_only", flops / (b * m * k)),
-    ])
+    seen = _intensities(m, k, n, dtype, device)
+    what = f"matmul_intensity({m}, {k}, {n}, bytes_per_element={dtype.itemsize})"
+    got = _by_formula(fn, what, m, k, n, dtype.itemsize)
+    checks.expect_close(got, seen[""], rtol=1e-9, what=what, idea="flops.intensity_idea",
+                        mistakes=[checks.mistake(key.strip(), value) for key, value in seen.items() if key])
 
 
 def _smallest_tokens(intensity, ridge: float, limit: int = 10**12) -> int | None:
@@ -154,11 +157,12 @@ def _smallest_tokens(intensity, ridge: float, limit: int = 10**12) -> int | None
 
 
 def ridge_case(fn, d: int, ridge: float, dtype: torch.dtype, label: str = "") -> None:
-    """fn(d, ridge, bytes_per_element) against the smallest T at which (T x d) @ (d x d) in `dtype`, measured
-    (`measured_intensity` on meta tensors), reaches `ridge` FLOP/byte; None when no T does."""
+    """fn(d, ridge, bytes_per_element) against the smallest T at which (T x d) @ (d x d) in `dtype`, measured on meta
+    tensors, reaches `ridge` FLOP/byte (a search over T); None when no T does. The usual mistakes: the same search on
+    what each intensity mistake makes of the measurements, and the T just below."""
     __tracebackhide__ = True
     b = dtype.itemsize
-    want = _smallest_tokens(lambda T: measured_intensity(T, d, d, dtype), ridge)
+    want = _smallest_tokens(lambda T: _intensities(T, d, d, dtype)[""], ridge)
     what = f"ridge_tokens({d}, {ridge:.6g}, bytes_per_element={b})" + (f" [{label}]" if label else "")
     got = _by_formula(fn, what, d, ridge, b)
     if want is None:
@@ -169,17 +173,17 @@ def ridge_case(fn, d: int, ridge: float, dtype: torch.dtype, label: str = "") ->
     if got is None:
         checks.fail(f"{what}: 期望 (expected) {want}，得到 (got) None：这个拐点是到得了的。", "flops.ridge_idea", what=what)
     checks.expect_type(got, int, what=what)
-    exact = ridge * b * d / (2 * (d - ridge * b))   # the bound the measured search lands on, for the usual mistakes
-    wrong = {"flops.ridge_weights_only": [lambda T: 2 * T * d * d / (b * d * d), lambda T: T, lambda T: T * 2 / b],
-             "multiply_add": [lambda T: T * d * d / (b * (2 * T * d + d * d))],
-             "bits_for_bytes": [lambda T: 2 * T * d * d / (8 * b * (2 * T * d + d * d))],
-             "flops.intensity_output": [lambda T: 2 * T * d * d / (b * (T * d + d * d))]}
-    mistakes = [checks.mistake("flops.ridge_round", v) for v in (round(exact), math.floor(exact)) if v != want]
-    for key, variants in wrong.items():
-        for intensity in variants:
-            value = _smallest_tokens(intensity, ridge)
+    mistakes = [checks.mistake("flops.ridge_round", want - 1)] if want > 1 else []  # the bound rounded down
+    wrong = {"flops.ridge_weights_only": ("flops.intensity_weights_only",), "multiply_add": ("multiply_add",),
+             "bits_for_bytes": ("bits_for_bytes",), "flops.intensity_output": ("flops.intensity_output",)}
+    for key, kinds in wrong.items():
+        for kind in kinds:
+            value = _smallest_tokens(lambda T: _intensities(T, d, d, dtype)[kind], ridge)
             if value is not None and value != want:
                 mistakes.append(checks.mistake(key, value))
+    approx = math.ceil(ridge)  # "the intensity is about T": the weights-only bound of bf16
+    if approx != want:
+        mistakes.append(checks.mistake("flops.ridge_weights_only", approx))
     checks.expect_equal(got, want, what=what, mistakes=mistakes, idea="flops.ridge_idea")
 
 
