@@ -51,10 +51,11 @@ def cmd_env(args: argparse.Namespace) -> int:
         for key, value in spec.peak.items():
             print(f"           {key:5s} {fmt.format_rate(value)}")
     elif device == "cpu":
-        print("peak       measured matmul on this CPU (no datasheet applies; hardware.cpu_peak):")
-        print(f"           fp32  {hardware.cpu_peak(torch.float32).describe()}  <- the peak that applies")
-        # the size adapts: a CPU whose bf16 matmul is slow measures it on a smaller n, in under a second
-        print(f"           bf16  {hardware.cpu_peak(torch.bfloat16).describe()}")
+        print("peak       measured on this CPU, each dtype its own (no datasheet applies; hardware.roof):")
+        # the sweep stops early for a dtype this CPU multiplies slowly: each takes about a second
+        for key, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+            print(f"           {key}  {hardware.cpu_peak(dtype).describe()}")
+        print(f"bandwidth  {hardware.cpu_bandwidth().describe()}")
     else:
         print("peak       no published dense peak for this device")
     return 0
