@@ -303,11 +303,14 @@ def _threads_arg(threads: int | None) -> int:
 
 
 def measure_cpu_peak(dtype: torch.dtype = torch.float32, *, threads: int | None = None, repeat: int = 5,
-                     warmup: int = 1, sizes: tuple[int, ...] = CPU_SWEEP, max_call_seconds: float = 0.05) -> CPUPeak:
+                     warmup: int = 1, sizes: tuple[int, ...] = CPU_SWEEP, max_call_seconds: float = 0.05,
+                     min_seconds: float = 0.05, max_calls: int = 50) -> CPUPeak:
     """Measure this CPU's matmul peak for `dtype` once (uncached; notebooks and tools use `cpu_peak`, which caches).
 
     For each n of `sizes` in turn: 1 + `warmup` untimed calls (thread pool, page faults, the kernel's choice), then
-    `repeat` calls timed by the wall clock; the size's figure is its best call, 2 n^3 / seconds. The sweep stops
+    calls timed by the wall clock, at least `repeat` and until they add up to `min_seconds` (at most `max_calls`: a
+    small size gets dozens, so that a busy moment cannot slow them all); the size's figure is its best call,
+    2 n^3 / seconds. The sweep stops
     after the first size whose best call takes `max_call_seconds` (the next would take 8 times longer: a slow
     dtype, emulated on this CPU, keeps the whole measurement around a second). The peak is the best of all sizes.
     `threads` (default: torch's current count) is set for the measurement and restored.
@@ -331,7 +334,7 @@ def measure_cpu_peak(dtype: torch.dtype = torch.float32, *, threads: int | None 
             for _ in range(1 + warmup):
                 a @ b
             seconds = []
-            for _ in range(repeat):
+            while len(seconds) < repeat or (sum(seconds) < min_seconds and len(seconds) < max_calls):
                 t0 = time.perf_counter()
                 a @ b
                 seconds.append(time.perf_counter() - t0)
