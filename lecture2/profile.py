@@ -18,7 +18,9 @@ few calls.
 Sizes come from `config(device)`: small on a CPU (under 2 minutes), large on CUDA (a few minutes).
 
 Profiles shipped with the package (lecture2/profiles/*.json) load by name: `shipped()`, `load(name)`;
-`compare(mine, reference)` sets two side by side. Make one with `python -m lecture2 profile --out FILE`.
+`compare(mine, reference)` sets two side by side. Make one with `python -m lecture2 profile --out FILE`;
+`--gemm-only` and `--ladder-only` measure one part (tools/gpu_checks.sh runs them first and merges them into the
+shipped profile, saying when in made.gemm_shapes and made.ladder).
 Units: FLOPs, FLOP/s, bytes, bytes/s, seconds.
 """
 from __future__ import annotations
@@ -38,7 +40,7 @@ from . import fmt, hardware, measure, models, training_state
 
 __all__ = ["SCHEMA_VERSION", "LADDER", "UnknownProfile", "config", "device_info", "gemm_shape_sweep", "matmul_sweep",
            "transformer_gemm_shapes", "bandwidth", "model_counts", "checkpointing", "train_step", "mfu_ladder", "peaks",
-           "run", "save", "summary", "shipped", "load", "compare"]
+           "run", "gemm_only", "ladder_only", "ladder_summary", "save", "summary", "shipped", "load", "compare"]
 
 SCHEMA_VERSION = 1
 PROFILES = Path(__file__).resolve().parent / "profiles"
@@ -497,14 +499,14 @@ def mfu_ladder(cfg: dict, device: str, repeat: int, compile_model: bool | None =
     warm-up (3 steps once compiled: the first compiles). `compile_model` (default `cfg["ladder"]["compile"]`, else
     only on CUDA) False: the compile rung is skipped and the rungs after it run eagerly (`settings["compiled"]`
     says so). A rung that fails (out of memory, a compiler missing) records why and the ladder goes on.
-    Returns {"peak": {"dtype", "flops_per_s", "source"}, "rungs": {key: {"label", "settings", "seconds",
+    Returns {"gpt": cfg["gpt"], "peak": {"dtype", "flops_per_s", "source"}, "rungs": {key: {"label", "settings", "seconds",
     "model_flops", "flops_per_s", "tokens_per_s", "mfu"(, "peak_memory_bytes" on CUDA)} or {"label", "skipped"}}}.
     """
     g, lad = cfg["gpt"], cfg.get("ladder", {})
     compile_model = lad.get("compile", device == "cuda") if compile_model is None else compile_model
     key, peak = hardware.training_peak(device)
     source = hardware.roof(key, device).source
-    result: dict = {"peak": {"dtype": key, "flops_per_s": peak, "source": source}, "rungs": {}}
+    result: dict = {"gpt": dict(g), "peak": {"dtype": key, "flops_per_s": peak, "source": source}, "rungs": {}}
     settings = {"bf16": False, "sdpa": False, "compiled": False, "fused_adamw": False, "B": g["B"], "T": g["T"],
                 "tf32": device == "cuda"}
     built: dict = {}  # sdpa -> (model, compiled module or None): one model per attention kind, compiled once
@@ -632,6 +634,33 @@ def gemm_only(device: str | None = None, cfg: dict | None = None, command: str |
            "gemm_shapes": gemm_shape_sweep(device, cfg["gemm_shapes"], cfg["matmul_repeat"])}
     out["made"]["seconds"] = time.perf_counter() - started
     return out
+
+
+def ladder_only(device: str | None = None, cfg: dict | None = None, compile_model: bool | None = None,
+                command: str | None = None) -> dict:
+    """Just the device and the MFU ladder (`mfu_ladder`, a few minutes on a GPU: it compiles): what a GPU session
+    measures first (tools/gpu_checks.sh merges it into the shipped profile as models.ladder, made.ladder)."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    cfg = cfg or config(device)
+    started = time.perf_counter()
+    out = {"schema_version": SCHEMA_VERSION, "made": {"command": command, "date": _now()}, "device": device_info(device),
+           "config": {k: cfg[k] for k in ("gpt", "ladder", "step_repeat") if k in cfg},
+           "models": {"ladder": mfu_ladder(cfg, device, cfg["step_repeat"], compile_model)}}
+    out["made"]["seconds"] = time.perf_counter() - started
+    return out
+
+
+def ladder_summary(p: dict) -> str:
+    """The ladder's rungs of profile `p`, one per line: time, tokens/s and MFU (or why a rung was skipped)."""
+    ladder = p["models"]["ladder"]
+    lines = [f"MFU over the {ladder['peak']['dtype']} peak, {fmt.format_rate(ladder['peak']['flops_per_s'])}:"]
+    for key, rung in ladder["rungs"].items():
+        if "mfu" in rung:
+            lines.append(f"  {rung['label']:<34} {fmt.format_seconds(rung['seconds']):>9}  "
+                         f"{rung['tokens_per_s']:>12,.0f} tok/s  MFU {rung['mfu']:.1%}")
+        else:
+            lines.append(f"  {rung['label']:<34} skipped: {rung['skipped'][:80]}")
+    return "\n".join(lines)
 
 
 def save(profile: dict, path: str | Path) -> None:

@@ -317,6 +317,13 @@ def _rung(key: str) -> Getter:
     return get
 
 
+def _ladder_gpt_size(p: dict) -> str | None:
+    g = _get(p, "models", "ladder", "gpt") or _get(p, "config", "gpt")  # the ladder's own GPT, else the profile's
+    if g is None:
+        return None
+    return f"L={g['n_layer']} d={g['d_model']} V={g['vocab_size']} B={g['B']} T={g['T']}"
+
+
 def _ladder_peak(p: dict) -> str | None:
     peak = _get(p, "models", "ladder", "peak")
     return None if peak is None else f"{peak['dtype']} peak {fmt.format_rate(peak['flops_per_s'])}"
@@ -370,7 +377,7 @@ def _rows(section: str) -> list[tuple[str, Getter]]:
                          ("CUDA peak: plain", _ckpt("plain", "peak_memory")),
                          ("CUDA peak: checkpointed", _ckpt("per_block", "peak_memory"))]
     if section == "ladder":
-        return common + [("GPT size", _gpt_size), ("MFU divides by", _ladder_peak)] + [
+        return common + [("GPT size", _ladder_gpt_size), ("MFU divides by", _ladder_peak)] + [
             (f"{i}. {label}", _rung(key)) for i, (key, label, _) in enumerate(profile.LADDER, 1)]
     return common + [(f"matmul {k} (best)", _matmul(k)) for k in _MATMUL_KEYS] + [
         ("copy bandwidth", _bandwidth), ("GPT size", _gpt_size),

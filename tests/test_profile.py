@@ -338,3 +338,15 @@ def test_the_shipped_cpu_profile_holds_the_whole_ladder(cpu_profile):
         assert r["model_flops"] == _gpt_step_flops({**g, "B": r["settings"]["B"]}) and 0 < r["mfu"] < 1
     assert ladder["rungs"]["compile"]["settings"]["compiled"] and ladder["rungs"]["batch"]["settings"]["B"] > g["B"]
     assert cpu_profile["device"]["threads"] >= 1 and ladder["peak"]["dtype"] in ("fp32", "bf16")
+
+
+def test_ladder_only_measures_just_the_ladder_and_says_how(capsys, tmp_path):
+    """Does `--ladder-only` (what tools/gpu_checks.sh runs first) write the device, the config it used and the ladder,
+    with when and how it was made, and print a line per rung?"""
+    g = {"vocab_size": 64, "block_size": 16, "n_layer": 1, "n_head": 2, "d_model": 32, "B": 2, "T": 16}
+    alone = profile.ladder_only("cpu", {"gpt": g, "ladder": {"batch_large": 4}, "step_repeat": 1}, compile_model=False,
+                                command="python -m lecture2 profile --ladder-only")
+    assert set(alone["made"]) == {"command", "date", "seconds"} and alone["config"]["ladder"] == {"batch_large": 4}
+    assert alone["models"]["ladder"]["gpt"] == g and set(alone["models"]["ladder"]["rungs"]) == {k for k, _, _ in profile.LADDER}
+    text = profile.ladder_summary(alone)
+    assert text.count("MFU") == 1 + 5 and "skipped: torch.compile not run" in text
