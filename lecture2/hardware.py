@@ -388,10 +388,11 @@ class CPUBandwidth:
                 f"{'s' if self.threads != 1 else ''}, wall clock)")
 
 
-def measure_cpu_bandwidth(*, threads: int | None = None, n_bytes: int = 2**26, repeat: int = 5) -> CPUBandwidth:
+def measure_cpu_bandwidth(*, threads: int | None = None, n_bytes: int = 2**25, repeat: int = 10) -> CPUBandwidth:
     """Measure the STREAM bandwidth once (uncached; `cpu_bandwidth` caches it): copy (c = a), scale (b = 3c),
-    add (c = a + b) and triad (a = b + 3c) on fp32 vectors of `n_bytes` each (64 MiB: beyond a laptop's or a
-    server core's last-level cache), each the best of `repeat` timed passes after one untimed, on `threads` threads."""
+    add (c = a + b) and triad (a = b + 3c) on fp32 vectors of `n_bytes` each (32 MiB, three of them: beyond a
+    laptop's last-level cache; the size notebook 08 times its add at, so that the bound covers it), each the best of
+    `repeat` timed passes after one untimed, on `threads` threads."""
     if not isinstance(n_bytes, int) or n_bytes < 4:
         raise ValueError(f"n_bytes 应是 >= 4 的整数 (int), 得到 {n_bytes!r}")
     before, threads = torch.get_num_threads(), _threads_arg(threads)
