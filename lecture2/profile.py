@@ -504,8 +504,11 @@ def mfu_ladder(cfg: dict, device: str, repeat: int, compile_model: bool | None =
     """
     g, lad = cfg["gpt"], cfg.get("ladder", {})
     compile_model = lad.get("compile", device == "cuda") if compile_model is None else compile_model
-    key, peak = hardware.training_peak(device)
-    source = hardware.roof(key, device).source
+    try:
+        key, peak = hardware.training_peak(device)
+        source = hardware.roof(key, device).source
+    except hardware.UnknownGPU as err:  # a GPU without a datasheet row: times and tokens/s, no MFU
+        key, peak, source = None, None, str(err)
     result: dict = {"gpt": dict(g), "peak": {"dtype": key, "flops_per_s": peak, "source": source}, "rungs": {}}
     settings = {"bf16": False, "sdpa": False, "compiled": False, "fused_adamw": False, "B": g["B"], "T": g["T"],
                 "tf32": device == "cuda"}
@@ -543,7 +546,7 @@ def mfu_ladder(cfg: dict, device: str, repeat: int, compile_model: bool | None =
                 flops = _gpt_flops_per_token(model, g["T"])["total"] * settings["B"] * g["T"]
                 rung = {"label": label, "settings": dict(settings), "seconds": seconds, "model_flops": flops,
                         "flops_per_s": flops / seconds, "tokens_per_s": settings["B"] * g["T"] / seconds,
-                        "mfu": flops / seconds / peak}
+                        "mfu": flops / seconds / peak if peak else None}
                 if device == "cuda":
                     rung["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
                 del step, opt
@@ -653,11 +656,14 @@ def ladder_only(device: str | None = None, cfg: dict | None = None, compile_mode
 def ladder_summary(p: dict) -> str:
     """The ladder's rungs of profile `p`, one per line: time, tokens/s and MFU (or why a rung was skipped)."""
     ladder = p["models"]["ladder"]
-    lines = [f"MFU over the {ladder['peak']['dtype']} peak, {fmt.format_rate(ladder['peak']['flops_per_s'])}:"]
+    peak = ladder["peak"]
+    lines = [f"MFU over the {peak['dtype']} peak, {fmt.format_rate(peak['flops_per_s'])}:" if peak["flops_per_s"]
+             else f"no MFU: {peak['source']}"]
     for key, rung in ladder["rungs"].items():
-        if "mfu" in rung:
+        if "seconds" in rung:
+            mfu = f"  MFU {rung['mfu']:.1%}" if rung["mfu"] is not None else ""
             lines.append(f"  {rung['label']:<34} {fmt.format_seconds(rung['seconds']):>9}  "
-                         f"{rung['tokens_per_s']:>12,.0f} tok/s  MFU {rung['mfu']:.1%}")
+                         f"{rung['tokens_per_s']:>12,.0f} tok/s{mfu}")
         else:
             lines.append(f"  {rung['label']:<34} skipped: {rung['skipped'][:80]}")
     return "\n".join(lines)
@@ -707,7 +713,7 @@ def _headline(p: dict) -> list[tuple[str, str]]:
             rows.append((f"train step {name}", f"{fmt.format_seconds(s['seconds'])}, MFU {s['mfu']:.1%}"))
     ladder = p["models"].get("ladder", {})
     for name, rung in ladder.get("rungs", {}).items():
-        if "mfu" in rung:
+        if rung.get("mfu") is not None:
             rows.append((f"ladder {rung['label']}", f"{fmt.format_seconds(rung['seconds'])}, MFU {rung['mfu']:.1%}"))
     ck = p["models"]["checkpointing"]
     rows.append(("checkpointing", f"{ck['saved_bytes_ratio']:.0%} of the bytes, {ck['flops_overhead']:+.0%} FLOPs, "

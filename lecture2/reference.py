@@ -313,7 +313,8 @@ def _rung(key: str) -> Getter:
         if not s["compiled"] and key in ("fused_adamw", "batch"):
             notes.append("not compiled")
         note = f" ({', '.join(notes)})" if notes else ""
-        return f"{fmt.format_seconds(r['seconds'])}, {r['tokens_per_s']:,.0f} tok/s, MFU {r['mfu']:.1%}{note}"
+        mfu = f", MFU {r['mfu']:.1%}" if r.get("mfu") is not None else ""
+        return f"{fmt.format_seconds(r['seconds'])}, {r['tokens_per_s']:,.0f} tok/s{mfu}{note}"
     return get
 
 
@@ -326,7 +327,9 @@ def _ladder_gpt_size(p: dict) -> str | None:
 
 def _ladder_peak(p: dict) -> str | None:
     peak = _get(p, "models", "ladder", "peak")
-    return None if peak is None else f"{peak['dtype']} peak {fmt.format_rate(peak['flops_per_s'])}"
+    if peak is None:
+        return None
+    return f"{peak['dtype']} peak {fmt.format_rate(peak['flops_per_s'])}" if peak.get("flops_per_s") else "no peak known"
 
 
 def ladder_mfu(p: dict) -> dict[str, float]:

@@ -350,3 +350,20 @@ def test_ladder_only_measures_just_the_ladder_and_says_how(capsys, tmp_path):
     assert alone["models"]["ladder"]["gpt"] == g and set(alone["models"]["ladder"]["rungs"]) == {k for k, _, _ in profile.LADDER}
     text = profile.ladder_summary(alone)
     assert text.count("MFU") == 1 + 5 and "skipped: torch.compile not run" in text
+
+
+def test_a_gpu_without_a_datasheet_row_gets_times_and_no_mfu(monkeypatch):
+    """On a GPU the peak table does not know, does the ladder still time every rung, with MFU left out (None) rather
+    than a guessed peak, and do the summary and the reference table say so instead of failing?"""
+    from lecture2 import hardware, reference
+
+    def unknown(device=None):
+        raise hardware.UnknownGPU("GPU 'NVIDIA X1' 不在峰值表中 (not in the peak table)")
+
+    monkeypatch.setattr(hardware, "training_peak", unknown)
+    g = {"vocab_size": 64, "block_size": 16, "n_layer": 1, "n_head": 2, "d_model": 32, "B": 2, "T": 16}
+    ladder = profile.mfu_ladder({"gpt": g}, "cpu", repeat=1, compile_model=False)
+    assert ladder["peak"]["flops_per_s"] is None and all(r["mfu"] is None for r in ladder["rungs"].values() if "seconds" in r)
+    p = {"device": {"device": "cuda", "name": "NVIDIA X1"}, "config": {"gpt": g}, "models": {"ladder": ladder}}
+    assert "no MFU" in profile.ladder_summary(p)
+    assert "no peak known" in reference.table("ladder", {**p, "made": {}})
