@@ -415,6 +415,9 @@ def table(section: str, mine: dict | None = None) -> str:
     rows = _rows(section)
     columns: list[tuple[str, dict[str, str]]] = []
     profiles = ([("yours", mine)] if mine is not None else []) + list(references().items())
+    has_gpu = any(p["device"]["device"] == "cuda" for _, p in profiles[1 if mine is not None else 0:])
+    if section == "ladder":  # a shipped profile made before the ladder existed has nothing to show here
+        profiles = [(name, p) for name, p in profiles if name == "yours" or _get(p, "models", "ladder")]
     for name, p in profiles:
         values = {}
         for label, get in rows:
@@ -423,7 +426,6 @@ def table(section: str, mine: dict | None = None) -> str:
             except (KeyError, TypeError, ZeroDivisionError):  # a profile from an older schema: show a gap
                 values[label] = None
         columns.append((name, {k: v for k, v in values.items() if v is not None}))
-    has_gpu = any(p["device"]["device"] == "cuda" for _, p in profiles[1 if mine is not None else 0:])
     if not has_gpu and section in ("dtypes", "mfu"):
         columns.append((f"{DATASHEET_GPU} datasheet", _datasheet_rows(section, hardware.gpu(DATASHEET_GPU))))
     gpu_ladder = any(ladder_mfu(p) for _, p in profiles[1 if mine is not None else 0:] if p["device"]["device"] == "cuda")
