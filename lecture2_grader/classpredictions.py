@@ -13,6 +13,8 @@ import math
 import statistics
 from pathlib import Path
 
+from lecture2.predict import shown
+
 from . import ASSIGNMENT, predictions
 from .text import csv_cell, html
 
@@ -84,7 +86,9 @@ def _summary(row: dict) -> tuple[str, float]:
         within = sum(0.5 <= r <= 2 for r in ratios) / len(ratios)
         off = statistics.median(abs(math.log2(r)) for r in ratios)
         return (f"median predicted/measured <b>{median:.3g}</b> · within 2×: {within:.0%}<br>{bars}", off)
-    if given and actual is not None:
+    if not given:
+        return "<span class='muted'>nobody wrote a prediction</span>", 0.0
+    if actual is not None:
         right = sum(v == actual for v in given.values()) / len(given)
         return f"right: <b>{right:.0%}</b>", 1 - right
     return "<span class='muted'>no measurement to compare with</span>", 0.0
@@ -104,8 +108,7 @@ def section(table: list[dict]) -> list[str]:
                "<th>answered</th><th>the class</th></tr>")
     for row, text, _ in summarised:
         label = row["what"] + (f" {row['name']}" if row["name"] else "")
-        measured = "—" if row["measured"] is None else html(f"{row['measured']:.4g}" if isinstance(
-            row["measured"], float) else str(row["measured"]), 80)
+        measured = "—" if row["measured"] is None else html(shown(row["measured"]), 80)
         out.append(f"<tr><td>{html(row['notebook'][:2])}</td><td><code>{html(row['key'], 80)}</code> "
                    f"{html(label, 120)}</td><td class='n'>{measured}</td>"
                    f"<td class='n'>{len(row['given'])} / {row['students']}</td><td>{text}</td></tr>")
