@@ -4,7 +4,7 @@
 
 The zip holds notebooks/lec02/*.ipynb exactly as saved, under lec02/ (or <ID>/lec02/ with --student):
 
-    lec02-handin.zip          lec02/01_tensors_dtypes.ipynb ... lec02/10_sharding.ipynb     upload it to the LMS:
+    lec02-handin.zip          lec02/01_tensors_dtypes.ipynb ... lec02/11_parallel_plans.ipynb    upload it to the LMS:
                               Canvas and Moodle put the student's name on the file, and the collector reads it
     alice-lec02-handin.zip    alice/lec02/01_tensors_dtypes.ipynb ...                      by e-mail or a shared
                               folder: the folder names the student (their id as the course knows it)

@@ -26,8 +26,8 @@ def test_the_students_process_runs_the_answers_and_only_the_cells_they_need():
 
 
 def test_a_demo_runs_for_the_globals_an_answer_reads_not_for_its_parameters_and_locals():
-    """Notebook 10's 4-process demo defines `n` and `stage` as loop variables; answers with parameters of those
-    names do not need it (it ran for every student, 9 s a notebook). A function that reads a demo's global
+    """Notebook 10's process-group demos define `n` and `stage` as loop variables; answers with parameters of those
+    names do not need them (they ran for every student, 9 s a notebook). A function that reads a demo's global
     (`GiB` here) still runs the cell that defines it, and so do a comprehension's, a class body's and a
     default value's reads."""
     assert plan.reads("def f(n, stage):\n    k = n * stage\n    return [k * i for i in range(n)]\n") == set()
@@ -40,7 +40,7 @@ def test_a_demo_runs_for_the_globals_an_answer_reads_not_for_its_parameters_and_
     ran = [c for c in nb10.cells if c.kind == "code" and c.index in {e["index"] for e in p.cells}]
     assert [c.index for c in ran] == [nb10.cells[1].index] and "import" in ran[0].source, [c.source[:80] for c in ran]
     answers = reference_answers("10_sharding.ipynb")
-    answers["ex10_min_gpus"] += "\ndef _uses_demo():\n    return BIG_VOCAB\n"
+    answers["ex10_comm_bytes"] += "\ndef _uses_demo():\n    return BIG_VOCAB\n"
     p = plan.kernel_plan(nb10, Answers(sources=answers))
     assert any("BIG_VOCAB = " in c["source"] for c in p.cells if c["kind"] == "code")
 
