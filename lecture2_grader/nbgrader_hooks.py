@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from nbconvert.exporters import NotebookExporter
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from . import ASSIGNMENT
 
@@ -80,3 +81,18 @@ class GradeWithCourseGrader(NotebookExporter):
         if proc.returncode != 0:
             raise NbGraderException("the course's grader did not run (see the lines above); run `make grade` in "
                                     f"{root} to see why")
+
+
+class ClearExerciseNotes(NbGraderPreprocessor):
+    """`make release` (nbgrader generate_assignment, after its checksums): each answer cell's note of what the student
+    works out (metadata lecture2.derives and .kind, for docs/exercises.md) stays in solutions/ only; a prediction cell's
+    key (lecture2.prediction) stays, the grader reads it. Named last in c.GenerateAssignment.preprocessors."""
+
+    def preprocess_cell(self, cell, resources, index):
+        notes = cell.get("metadata", {}).get("lecture2")
+        if isinstance(notes, dict):
+            for key in ("derives", "kind"):
+                notes.pop(key, None)
+            if not notes:
+                del cell.metadata["lecture2"]
+        return cell, resources
