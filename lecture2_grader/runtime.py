@@ -68,6 +68,6 @@ class Runtime:
                      self.cuda, self.sandboxed, self.judge_memory))
 
     def kernel_spec(self) -> dict:
-        binds = [str(p) for p in (self.package, GRADER / "kernel.py", self.mpl_cache) if p]
+        binds = [str(p) for p in (self.package, GRADER / "judging" / "kernel.py", self.mpl_cache) if p]
         return {"binds": binds, "limits": self.limits.__dict__ | {"threads": self.threads},
                 "sandboxed": self.sandboxed, "mpl_cache": str(self.mpl_cache) if self.mpl_cache else None}

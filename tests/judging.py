@@ -1,5 +1,5 @@
 """The grader's own path for tests: test cells run in this process as the judge runs them, the answers in a
-student's process (lecture2_grader.kernel, without a sandbox here), reached only through lecture2.answers.
+student's process (lecture2_grader.judging.kernel, without a sandbox here), reached only through lecture2.answers.
 
     with Judging("01_tensors_dtypes.ipynb") as j:
         j.run_until("ex01_tensor_bytes_check")                    # the cells the reference answers need
@@ -17,8 +17,9 @@ from pathlib import Path
 import nbformat
 
 from conftest import RELEASE, SOLUTIONS
-from lecture2_grader import course, judge, plan, sandbox, score
-from lecture2_grader.link import KernelLink, KernelSpec
+from lecture2_grader import course, plan, sandbox, score
+from lecture2_grader.judging import judge
+from lecture2_grader.judging.link import KernelLink, KernelSpec
 from lecture2_grader.records import Judged
 from lecture2_grader.run import preflight
 from lecture2_grader.runtime import Runtime

@@ -8,7 +8,8 @@ import stat
 import pytest
 
 from lecture2 import checks, wire
-from lecture2_grader import draws, judge, pipeline
+from lecture2_grader import draws, pipeline
+from lecture2_grader.judging import judge
 from lecture2_grader.course import load
 
 import submissions as sub

@@ -1,4 +1,4 @@
-"""lecture2_grader.judge: does the judge quote only its own words and the values it computed, and is it bounded?"""
+"""lecture2_grader.judging.judge: does the judge quote only its own words and the values it computed, and is it bounded?"""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,8 @@ import torch
 
 from judging import runtime
 from lecture2 import checks
-from lecture2_grader import judge
-from lecture2_grader.link import WITHHELD
+from lecture2_grader.judging import judge
+from lecture2_grader.judging.link import WITHHELD
 from lecture2_grader.runtime import GRADER
 
 
@@ -56,7 +56,7 @@ def test_a_grader_failure_is_said_in_the_graders_words_only():
 
 def _judge_process(job: dict, timeout: float = 120) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(GRADER.parent), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-m", "lecture2_grader.judge"], input=json.dumps(job).encode(),
+    done = subprocess.run([sys.executable, "-m", "lecture2_grader.judging.judge"], input=json.dumps(job).encode(),
                           capture_output=True, timeout=timeout, env=env)
     return json.loads(done.stdout)
 

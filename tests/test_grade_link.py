@@ -1,4 +1,4 @@
-"""lecture2_grader.link and .kernel: the judge's wire to a student's process, whatever that process does."""
+"""lecture2_grader.judging.link and .kernel: the judge's wire to a student's process, whatever that process does."""
 from __future__ import annotations
 
 import time
@@ -8,7 +8,7 @@ import torch  # noqa: F401  a judge's process holds torch (preload.py): tensors 
 
 from judging import runtime
 from lecture2 import answers
-from lecture2_grader.link import KernelLink, KernelSpec
+from lecture2_grader.judging.link import KernelLink, KernelSpec
 
 pytestmark = pytest.mark.slow
 
@@ -233,7 +233,7 @@ def test_after_a_hidden_case_nothing_the_process_says_is_kept(link):
     """Once the process has received a hidden case (link.tainted), what a protocol error quoted of its reply and what a
     cell raised or printed are replaced by the judge's fixed note; a new process is clean. (An answer's exception
     still reaches the check, which may name the usual mistake by it: judge.Sink keeps nothing else of the group.)"""
-    from lecture2_grader.link import TAINTED_DETAIL
+    from lecture2_grader.judging.link import TAINTED_DETAIL
 
     link.tainted = True
     with pytest.raises(ValueError) as err:
@@ -274,7 +274,7 @@ def test_after_too_many_deaths_the_checks_left_are_not_run(link):
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from lecture2_grader.link import _clean_statuses  # noqa: E402
+from lecture2_grader.judging.link import _clean_statuses  # noqa: E402
 
 anything = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
                         lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),

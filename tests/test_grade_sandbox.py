@@ -15,7 +15,7 @@ from conftest import ROOT
 from judging import runtime
 from lecture2 import answers
 from lecture2_grader import sandbox
-from lecture2_grader.link import KernelLink, KernelSpec
+from lecture2_grader.judging.link import KernelLink, KernelSpec
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +39,7 @@ WALLS = f'''
 import os, socket, subprocess
 def probe():
     seen = {{"uid": os.getuid(), "cwd": os.getcwd(),
-            "solutions": os.path.exists({str(ROOT / "solutions")!r}), "grader": os.path.exists({str(ROOT / "lecture2_grader" / "judge.py")!r}),
+            "solutions": os.path.exists({str(ROOT / "solutions")!r}), "grader": os.path.exists({str(ROOT / "lecture2_grader" / "judging" / "judge.py")!r}),
             "home course": sorted(os.listdir({str(ROOT)!r})) if os.path.isdir({str(ROOT)!r}) else None}}
     for path in ("/tmp/mine.txt", "work.txt", "/dev/mine", "/dev/shm/mine", {str(ROOT / "lecture2" / "x.py")!r}, "/usr/x",
                  {str(ROOT / "gradebook.db")!r}, "/mine", {str(ROOT / "mine")!r}):

@@ -48,7 +48,8 @@ from pathlib import Path
 from distributed import Client, Reschedule, get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from .. import launch, pipeline, sandbox
+from .. import pipeline, sandbox
+from ..judging import launch
 from ..course import tree_digest
 from ..runtime import FIRST_WORKER_SECONDS, GRADER, Runtime
 from . import preflight

@@ -8,7 +8,8 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .. import launch, pipeline
+from .. import pipeline
+from ..judging import launch
 from ..runtime import Runtime
 from . import preflight
 

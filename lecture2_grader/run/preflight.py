@@ -112,7 +112,7 @@ def preflight(runtime: Runtime) -> list[str]:
     grader's lecture2. Returns notes for the report; raises SystemExit saying what is wrong and how to fix it."""
     from lecture2 import answers
 
-    from ..link import KernelLink, KernelSpec
+    from ..judging.link import KernelLink, KernelSpec
 
     if runtime.package is not None:
         check_package_binding(runtime.package)

@@ -10,7 +10,7 @@ import torch  # noqa: F401
 
 import lecture2.exercises
 from lecture2 import answers, checks  # noqa: F401
-from lecture2_grader import judge, link  # noqa: F401
+from lecture2_grader.judging import judge, link  # noqa: F401
 
 for _info in pkgutil.iter_modules(lecture2.exercises.__path__):
     importlib.import_module(f"lecture2.exercises.{_info.name}")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lecture2 import answers, wire
 
-from . import sandbox
+from .. import sandbox
 
 KERNEL = Path(__file__).resolve().parent / "kernel.py"
 

@@ -1,6 +1,6 @@
 """The judge: runs a notebook's test cells, hidden tests included, and never a student's object.
 
-    python -m lecture2_grader.judge < job.json > results.json      (started by lecture2_grader.pipeline)
+    python -m lecture2_grader.judging.judge < job.json > results.json      (started by lecture2_grader.pipeline)
 
 It reads one job (the test cells, the cells the student's process must run, the names the answer cells
 define, the time limits and how to start the sandbox) from its standard input. Each name an answer cell
@@ -22,11 +22,11 @@ import sys
 import time
 import traceback
 
-from . import score
-from .course import hidden_range
+from .. import score
+from ..course import hidden_range
 from .link import WITHHELD
-from .records import CellStatus, Judged, KernelReport, TestRun
-from .score import group_lines
+from ..records import CellStatus, Judged, KernelReport, TestRun
+from ..score import group_lines
 
 
 class Stopped(BaseException):
@@ -131,7 +131,7 @@ def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout
 
 def kernel_link(job: dict):
     from .link import KernelLink, KernelSpec
-    from .sandbox import Limits
+    from ..sandbox import Limits
 
     spec = job["kernel"]
     return KernelLink(KernelSpec(binds=spec["binds"], limits=Limits(**spec["limits"]), sandboxed=spec["sandboxed"],
@@ -178,9 +178,9 @@ def judge(job: dict, wait=None) -> Judged:
 
 def run_job(job: dict, wait=None) -> dict:
     """Set this process up for `job` (threads, GPU, the grading flag) and judge it; the results as JSON-able data
-    (records.Judged). Call it in a fresh process: `python -m lecture2_grader.judge`, or a child of the fork server."""
+    (records.Judged). Call it in a fresh process: `python -m lecture2_grader.judging.judge`, or a child of the fork server."""
     signal.signal(signal.SIGTERM, _on_term)
-    from .sandbox import limit_data
+    from ..sandbox import limit_data
 
     limit_data(job.get("judge_memory"))  # a check that formats or builds too much fails with MemoryError, here only
     if not job.get("cuda", True):
