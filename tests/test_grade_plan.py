@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from conftest import RELEASE, SOLUTIONS
-from judging import reference_answers
+from submissions import reference_answers
 from lecture2_grader import course, plan
 from lecture2_grader.submission import Answers, StudentCell
 

@@ -34,9 +34,7 @@ def run(judge_job: dict, runtime: Runtime, slot: threading.Semaphore | None = No
     process before it waits for the slot, so that the next notebook's interpreter and torch are loading while the
     one before is judged (the sandbox and the process are the next notebook's own, and run nothing before their
     turn). The notebook's time limit counts from the slot; `started` gets that moment (time.perf_counter())."""
-    judge_job = {**judge_job, "cell_timeout": runtime.cell_timeout, "threads": runtime.threads, "cuda": runtime.cuda,
-                 "kernel": runtime.kernel_spec(),  # this machine's: what a job carries is the same everywhere
-                 "judge_memory": None if runtime.cuda else runtime.judge_memory}  # a GPU's driver maps its own
+    judge_job = {**judge_job, **runtime.judge_settings()}  # this machine's: what a job carries is the same everywhere
     slot = slot or contextlib.nullcontext()
     if runtime.forkserver and forkserver_usable():
         return _execute_forked(judge_job, runtime, slot, started)
@@ -241,7 +239,7 @@ def _stop(proc: subprocess.Popen) -> None:
     except ProcessLookupError:
         return
     try:
-        proc.wait(20)
+        proc.wait(STOP_SECONDS)
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
