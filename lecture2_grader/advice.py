@@ -25,7 +25,7 @@ def _listed(names) -> str:
 
 
 def skipped_own_cells(answers: Answers, kernel: plan.KernelPlan) -> list[str]:
-    """One notice per own cell the grader does not run (plan.own_cell): which, why, and whether points are at stake."""
+    """One notice per own cell the grader does not run (owncells.own_cell): which, why, and whether points are at stake."""
     read = kernel.read
     notes = []
     if len(kernel.skipped_own) > NAMED:

@@ -23,8 +23,8 @@ from .runtime import GRADER, Runtime
 # The grader's modules whose code decides what a judge returns for a submission (what is read, planned, run and
 # how): a change to one of them makes every stored result stale. Scoring, feedback, reports and the gradebook are
 # made again from the stored results at every run, so their changes cost no notebook a run.
-JUDGING = ("course.py", "submission.py", "source.py", "plan.py", "pipeline.py", "sandbox.py", "score.py", "records.py",
-           "runtime.py", "judging/judge.py", "judging/link.py", "judging/kernel.py", "judging/launch.py")
+JUDGING = ("course.py", "submission.py", "source.py", "plan.py", "owncells.py", "pipeline.py", "sandbox.py", "score.py",
+           "records.py", "runtime.py", "judging/judge.py", "judging/link.py", "judging/kernel.py", "judging/launch.py")
 
 
 def code_digest(package: Path) -> str:

@@ -11,7 +11,7 @@ GRADER = ROOT / "lecture2_grader"
 # Lowest first. A module may import its own layer's and lower layers' modules; a layer's row says what it holds.
 LAYERS = [
     ("ground", {"text", "files", "source", "course", "records", "sandbox", "runtime", "draws", "predictions"}),
-    ("a notebook's parts", {"submission", "scan", "plan", "advice", "score", "judging", "store", "report",
+    ("a notebook's parts", {"submission", "scan", "plan", "owncells", "advice", "score", "judging", "store", "report",
                             "release_feedback"}),
     ("one notebook", {"pipeline", "feedback", "artifacts", "readers"}),
     ("where judges run, the term", {"run", "validate", "gradebook", "intake", "collect"}),
