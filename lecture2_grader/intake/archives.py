@@ -98,7 +98,7 @@ def read_source(path: Path, tz: dt.tzinfo, spool: Path) -> tuple[list[Received],
     could not be read at all. A zip's files are spooled into `spool` (a folder the caller removes)."""
     name = path.name
     if path.is_dir():
-        return read_folder(path, tz, spool, MAX_ENTRY, IN_MEMORY, Received)
+        return read_folder(path, spool, MAX_ENTRY, IN_MEMORY, Received)
     try:
         with zipfile.ZipFile(path) as zf:
             return _read_zip(zf, name, tz, [], spool)

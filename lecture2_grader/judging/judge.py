@@ -6,10 +6,11 @@ It reads one job (the test cells, the cells the student's process must run, the 
 define, and runtime.KernelSpec: how to start the student's process, with every limit) from its standard
 input. Each name an answer cell defines is bound to a lecture2.answers.Remote, so a test cell reads and runs
 as in the lab: its calls go to the student's process (judging/kernel.py, in its sandbox), which gets the
-case's inputs and sends back plain data. Before each test cell, the student's process runs the cells that come before it (the order of the
-notebook is kept). Expected values, tolerances, check groups and hints stay here; each exercise's outcome comes
-from lecture2.checks.exercise, reported to this process's Sink (checks.reporting_to). What it writes on its
-standard output is the results (JSON), read by the grader as its own.
+case's inputs and sends back plain data. Before each test cell, the student's process runs the cells that
+come before it (the order of the notebook is kept). Expected values, tolerances, check groups and hints stay
+here; each exercise's outcome comes from lecture2.checks.exercise, reported to this process's Sink
+(checks.reporting_to). What it writes on its standard output is the results (JSON), read by the grader as its
+own.
 """
 from __future__ import annotations
 

@@ -13,10 +13,10 @@ It reads framed messages (lecture2.wire) on its standard input and answers each 
 
 Every request carries its `timeout`: the seconds it may take (each cell of a run, or the call), which the judge
 computes from runtime.py's limits; a request without one is refused (the process exits, status 3, as for a
-message that is not in the wire's grammar). Every reply carries the request's `id` (a random token the judge chose for that request: a reply written
-before its request was made cannot carry it) and either `ok` (the value, encoded; a tensor's bytes travel as a
-blob of the frame), `raised` (the exception's class names and message) or `timeout` (it ran past the time the
-request allowed). What it receives is a case's inputs; what it sends is data about the student's
+message that is not in the wire's grammar). Every reply carries the request's `id` (a random token the judge
+chose for that request: a reply written before its request was made cannot carry it) and either `ok` (the
+value, encoded; a tensor's bytes travel as a blob of the frame), `raised` (the exception's class names and
+message) or `timeout` (it ran past the time the request allowed). What it receives is a case's inputs; what it sends is data about the student's
 answer: never a verdict, an expected value or a check's source, which it never has. Whatever the student's
 code does to this process (it runs in it) can only change that data. The judge decodes every reply strictly
 and gives up on the process when it sends anything else, falls silent past the time left, or dies.
