@@ -1,4 +1,4 @@
-"""nbgrader's own grading commands, sent through the course's grader: the formgrader's ⚡ Autograde and Generate
+"""nbgrader's own grading commands, sent through the course's grader. The formgrader's ⚡ Autograde and Generate
 Feedback buttons, `nbgrader autograde` and `nbgrader generate_feedback`.
 
 nbgrader's Autograde runs a student's notebook as it is, in a kernel with the instructor's permissions, and its

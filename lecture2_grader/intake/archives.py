@@ -1,5 +1,6 @@
-"""Reading what was handed in: the files of a zip (and of a zip inside it, as a hand-in zip in an LMS download) or
-of a folder (nbgrader's exchange inbound, student folders), each with the submission time its archive gives.
+"""Reading what was handed in: the files of a zip or a folder, each with its submission time. A zip (and a zip
+inside it, as a hand-in zip in an LMS download) or a folder (nbgrader's exchange inbound, student folders), each
+file with the submission time its archive gives.
 
 Entry names are kept inside the archive (no "..", no absolute paths, Windows separators turned round); an entry is
 read no further than its size limit, whatever its header says. A zip's entries are streamed to the caller's spool

@@ -1,5 +1,6 @@
-"""Reading a folder of submissions as an archive: nbgrader's exchange inbound (<student>+lec02+<time>[+<random>]/...,
-written by the students themselves) or folders of student work the instructor made.
+"""Reading a folder of submissions as an archive, trusting nothing in it. nbgrader's exchange inbound
+(<student>+lec02+<time>[+<random>]/..., written by the students themselves) or folders of student work the
+instructor made.
 
 A folder students write in is read as they could have left it at any moment, and nothing in it is trusted:
 

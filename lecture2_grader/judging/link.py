@@ -1,4 +1,4 @@
-"""The judge's end of the wire to a student's process (lecture2_grader.kernel in its sandbox).
+"""The judge's end of the wire to a student's process (judging/kernel.py, in its sandbox).
 
 `KernelLink` starts the kernel when it is first needed, runs the cells the student's answers need, and makes
 the calls the test cells ask for (lecture2.answers.Remote calls `request`). Every request carries a random id

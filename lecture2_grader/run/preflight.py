@@ -1,5 +1,6 @@
-"""Before the first notebook of a run: the packages the sandbox sees, the font cache, and a proof that the student's
-process starts in its sandbox and imports this grader's lecture2 (else every notebook would end early).
+"""Before the first notebook of a run: what the sandbox sees, and a proof that it works. The packages the sandbox
+sees, the font cache, and a proof that the student's process starts in its sandbox and imports this grader's
+lecture2 (else every notebook would end early).
 
     package_dir()             the lecture2 the grader binds into every sandbox
     font_cache(folder)        matplotlib's font cache, built once outside the sandboxes
