@@ -145,8 +145,7 @@ class _Walk:
                 return
             sub = _open_listed(name, fd, listed, os.O_RDONLY | os.O_DIRECTORY)
             if sub is None:
-                self.notes.append(f"{terminal(shown, 160)}: changed while it was read, or closed to the collector: "
-                                  "not read")
+                self.unread(shown)
                 return
             try:
                 self.folder(sub, where, owners, stamp)
@@ -157,10 +156,13 @@ class _Walk:
             return
         fh = _open_listed(name, fd, listed, os.O_RDONLY | os.O_NONBLOCK)
         if fh is None:
-            self.notes.append(f"{terminal(shown, 160)}: changed while it was read, or closed to the collector: "
-                              "not read")
+            self.unread(shown)
             return
         self.found.append(self.item(shown, fh, listed, where, owners, stamp))
+
+    def unread(self, shown: str) -> None:
+        """An entry that was not the one listed when it was opened (swapped for a link), or that cannot be opened."""
+        self.notes.append(f"{terminal(shown, 160)}: changed while it was read, or closed to the collector: not read")
 
     def item(self, shown: str, fh: int, listed: os.stat_result, where: list[str], owners: set[int],
              stamp: Stamp | None):

@@ -157,16 +157,7 @@ class KernelLink:
             why = f"{why} ({detail})"
         elif detail:
             why = f"{why} ({TAINTED_DETAIL})"
-        if self._run is not None:
-            self._run.kill()
-            self.events.oom = self.events.oom or self._run.oom_killed()
-            for fd in (self._req, self._rep):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            self._run = None
-        self._keep_tail()
+        self.close()
         if self.events.oom and "memory" not in why:
             why += " (out of memory: the notebook's memory limit was reached)"
         self.events.deaths.append(why)
