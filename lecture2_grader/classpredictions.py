@@ -1,5 +1,6 @@
-"""The class report's panel of predictions: before each measurement the text asks to predict, what the class wrote
-beside what was measured, so that an instructor sees which ideas the class mispredicts and by how much.
+"""The class report's panel of predictions: what the class predicted, beside what was measured. For each
+measurement the text asks to predict, what the class wrote, so that an instructor sees which ideas the class
+mispredicts and by how much.
 
 Made from the grader's own records (each student's `<notebook>.grading.json`, whose `predictions` the reader took
 from the file as data: predictions.py) and the instructor's executed notebook (the measurement each prediction
@@ -16,6 +17,7 @@ from pathlib import Path
 from lecture2.predict import shown
 
 from . import ASSIGNMENT, predictions
+from .files import atomic_text
 from .text import csv_cell, html
 
 BINS = [(0, 1 / 8, "≤⅛×"), (1 / 8, 1 / 3, "¼×"), (1 / 3, 2 / 3, "½×"), (2 / 3, 1.5, "≈1×"), (1.5, 3, "2×"),
@@ -62,7 +64,7 @@ def rows(course: Path, results: dict[str, dict[str, dict]]) -> list[dict]:
 
 def write_csv(course: Path, table: list[dict]) -> Path:
     path = course / "predictions.csv"
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with atomic_text(path) as f:
         writer = csv.writer(f)
         writer.writerow(["notebook", "key", "value", "student", "predicted", "measured", "predicted/measured"])
         for row in table:
