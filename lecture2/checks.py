@@ -264,10 +264,20 @@ def shown(value: object) -> str:
     if type(value) is float:
         return f"{value:.6g}"
     try:
-        text = _summary(value, 0) if _foreign(value) is None else object.__repr__(value)
+        text = _summary(value, 0) if _foreign(value) is None else _type_only(value)
     except Exception:  # noqa: BLE001  a value that cannot even be summarised: its type
         text = f"<{type(value).__name__}>"
     return text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "…"
+
+
+def _type_only(value: object) -> str:
+    """A value not built of built-in types, as its type (a value the wire could not carry, as the type it names):
+    never its repr, nor object's (which holds a memory address: a page that differs at every run)."""
+    from .wire import Unsupported
+
+    if isinstance(value, Unsupported):
+        return repr(value)[:SHOWN_CHARACTERS]
+    return f"<{type(value).__qualname__}>"
 
 
 _fmt = shown  # the name the comparisons below use
