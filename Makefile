@@ -120,7 +120,7 @@ bundle: setup
 clean-grading:
 	@t=.trash/$$(date +%Y%m%dT%H%M%S); for d in submitted downloaded gradebook.db; do \
 	  if [ -e $$d ]; then mkdir -p $$t && mv $$d $$t/ && echo "moved $$d to $$t/"; fi; done
-	rm -rf autograded feedback class_report export grades.csv notebooks.csv mistakes.csv mistakes_by_student.csv dist
+	rm -rf autograded feedback class_report export grades.csv notebooks.csv mistakes.csv mistakes_by_student.csv predictions.csv dist
 
 # ---- The course on JupyterHub (lecture2_hub, docs/hub.md). `make hub` runs as root: each student's server runs as
 # that student's own Unix user. configurable-http-proxy (npm) goes into .venv/hub-proxy; Node and npm from Debian.

@@ -13,6 +13,8 @@ intake records), never from anything a student's code printed:
     mistakes.csv               one row per notebook, exercise, check group and usual mistake (attempted work only):
                                its hint key and text, how many made it, of how many who attempted the exercise
     mistakes_by_student.csv    the same, one row per student who made it (for a spreadsheet's filters)
+    predictions.csv            what each student predicted before each measurement, beside the measurement; the page
+                               shows the class's distribution per prediction (classpredictions.py)
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from . import artifacts, gradebook
+from . import artifacts, classpredictions, gradebook
+from .files import AS_OPEN, atomic_file, atomic_text, write_atomic
 from .text import csv_cell, html
 
 OTHER = {"timeout": ("timeout", "超时 (timeout): 检查在时间限制内没有结束"),
@@ -87,14 +90,14 @@ def write(course: Path, students: list[str]) -> tuple[Path, Path]:
     results = load(course, students)
     rows, tally = mistakes(results)
     csv_path = course / "mistakes.csv"
-    with csv_path.open("w", newline="", encoding="utf-8") as f:
+    with atomic_text(csv_path) as f:
         writer = csv.writer(f)
         writer.writerow(["notebook", "test", "group", "hint_key", "hint", "students", "attempted", "unattempted"])
         for r in rows:
             writer.writerow([r["notebook"], csv_cell(r["test"]), csv_cell(r["group"]), csv_cell(r["hint_key"]),
                              csv_cell(r["hint"]), r["students"], r["attempted"],
                              tally[(r["notebook"], r["test"])]["unattempted"]])
-    with (course / "mistakes_by_student.csv").open("w", newline="", encoding="utf-8") as f:
+    with atomic_text(course / "mistakes_by_student.csv") as f:
         writer = csv.writer(f)
         writer.writerow(["notebook", "test", "group", "hint_key", "student"])
         for r in rows:
@@ -108,9 +111,11 @@ def write(course: Path, students: list[str]) -> tuple[Path, Path]:
     stems, maxima, table = gradebook.table(course)
     table = [row for row in table if row["student"] in set(students)]
     figures = _figures(table, stems, maxima, folder)
-    page = _page(results, rows, tally, table, stems, maxima, figures)
+    predicted = classpredictions.rows(course, results)
+    classpredictions.write_csv(course, predicted)
+    page = _page(results, rows, tally, table, stems, maxima, figures, classpredictions.section(predicted))
     html_path = folder / "index.html"
-    html_path.write_text(page, encoding="utf-8")
+    write_atomic(html_path, page, AS_OPEN)
     return csv_path, html_path
 
 
@@ -124,7 +129,7 @@ background:#55a868;vertical-align:middle}.barbg{display:inline-block;background:
 img{display:block;max-width:100%}code{font-size:13px}.g{display:inline-block;white-space:nowrap;margin:0 16px 2px 0}"""
 
 
-def _page(results, rows, tally, table, stems, maxima, figures) -> str:
+def _page(results, rows, tally, table, stems, maxima, figures, predicted=()) -> str:
     max_total = sum(maxima.values())
     totals = sorted(r["total"] for r in table)
     n = len(table)
@@ -147,6 +152,7 @@ def _page(results, rows, tally, table, stems, maxima, figures) -> str:
     out += _students(table, stems, maxima)
     out += _pass_rates(tally)
     out += _mistakes(rows, tally)
+    out += predicted
     flagged = [(s, stem, "; ".join(nb.get("findings") or [])) for s, nbs in sorted(results.items())
                for stem, nb in sorted(nbs.items()) if nb.get("findings")]
     out.append("<h2>Answers the static scan flagged for a look (scored as usual)</h2>")
@@ -277,7 +283,8 @@ def _figures(table, stems, maxima, folder: Path) -> list[tuple[str, str, int]]:
     ax.set_ylabel("students")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(folder / "total.png", dpi=dpi)
+    with atomic_file(folder / "total.png", AS_OPEN) as f:
+        fig.savefig(f, dpi=dpi, format="png")
     plt.close(fig)
     figures.append(("Total score", "total.png", 900))
     cols = min(5, len(stems))
@@ -298,7 +305,8 @@ def _figures(table, stems, maxima, folder: Path) -> list[tuple[str, str, int]]:
     for ax in axes[:, 0]:
         ax.set_ylabel("students", fontsize=8)
     fig.tight_layout()
-    fig.savefig(folder / "notebooks.png", dpi=dpi)
+    with atomic_file(folder / "notebooks.png", AS_OPEN) as f:
+        fig.savefig(f, dpi=dpi, format="png")
     plt.close(fig)
     figures.append(("Per notebook (students who handed it in)", "notebooks.png", int(264 * cols)))
     return figures
