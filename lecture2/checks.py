@@ -137,7 +137,7 @@ HINTS: dict[str, str] = {
     "attention_term": "attention 项是每层 12·T·d (PaLM: 12·L·H·Q·T，H·Q = d)：attention=True 时加上，attention=False 时不加。",
     "attention_block_size": "attention 项用的是实际序列长度 T，不是 config.block_size (位置 embedding 的行数)。",
     "d_ff_per_token": "FFN 的宽度是 config.d_ff (为 None 时才是 4d)：每层 4d² + 2·d·d_ff。",
-    # notebook 10: sharding (ZeRO, FSDP) and communication
+    # notebooks 10-11: sharding (ZeRO, FSDP) and communication
     "zero2_params": "ZeRO-2 (stage 2) 不切参数：它只切优化器状态和梯度，每个 rank 仍持有完整的参数；连参数也切的是 stage 3 (ZeRO-3 / FSDP)。",
     "zero1_optimizer_whole": "ZeRO-1 (stage 1) 切的正是优化器状态：每个 rank 只存自己那 1/n 份 (ceil(N/n) 个参数) 的 master、m、v，不是完整的一份。",
     "zero1_grads": "ZeRO-1 (stage 1) 不切梯度：每个 rank 仍持有完整的梯度 (N 个)；切梯度的是 stage 2。",
@@ -159,7 +159,6 @@ HINTS: dict[str, str] = {
     "builtin_types": "返回值要是内置类型 (built-in types)，不是它们的子类或 numpy 标量。",
     "calculator_off": "这是你自己写公式的练习：检查调用你的函数时，课程的计算器 (lecture2.estimate、planner 等) 被关掉了，"
                       "调用它的答案不得分。",
-    "replicated_floor": "ZeRO-1/2 里有一部分 (ZeRO-1 的参数和梯度，ZeRO-2 的参数) 每个 rank 都存完整的一份，不会随 n 变小：只有切开的部分除以 n。这部分本身放不下时，多少张卡都不够，应返回 None。",
 }
 
 
@@ -239,10 +238,20 @@ def shown(value: object) -> str:
     if type(value) is float:
         return f"{value:.6g}"
     try:
-        text = _summary(value, 0) if _foreign(value) is None else object.__repr__(value)
+        text = _summary(value, 0) if _foreign(value) is None else _type_only(value)
     except Exception:  # noqa: BLE001  a value that cannot even be summarised: its type
         text = f"<{type(value).__name__}>"
     return text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "…"
+
+
+def _type_only(value: object) -> str:
+    """A value not built of built-in types, as its type (a value the wire could not carry, as the type it names):
+    never its repr, nor object's (which holds a memory address: a page that differs at every run)."""
+    from .wire import Unsupported
+
+    if isinstance(value, Unsupported):
+        return repr(value)[:SHOWN_CHARACTERS]
+    return f"<{type(value).__qualname__}>"
 
 
 _fmt = shown  # the name the comparisons below use

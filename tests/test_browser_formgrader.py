@@ -29,7 +29,8 @@ from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, SOLUTIONS, nbgrader_env
 from judging import runtime
 from lecture2_grader import classrun, gradebook
 from lecture2_grader.report import report_line
-from test_browser import CHROMIUM_ARGS, SCREENSHOTS, _api, _chromium, _free_port, _unavailable
+from lecture2_hub.preflight import free_port
+from test_browser import CHROMIUM_ARGS, SCREENSHOTS, _api, _chromium, _unavailable
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 NAME = "01_tensors_dtypes.ipynb"
@@ -72,7 +73,7 @@ def test_the_formgrader_tells_the_truth_keeps_manual_grades_and_grades_through_t
     marker = Path(f"/tmp/lecture2-formgrader-{secrets.token_hex(6)}")
     writes = (f"try:\n    open({str(marker)!r}, 'w').write('ran here')\nexcept OSError:\n    pass\n"
               + sub.reference_answers(NAME)["ex01_float_format"])
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = dict(nbgrader_env(), JUPYTER_CONFIG_DIR=str(tmp_path / ".jupyter-config"),
                JUPYTER_RUNTIME_DIR=str(tmp_path / ".jupyter-runtime"),
                JUPYTER_TOKEN=token)  # in the environment, not on the command line (which every user's `ps` shows)

@@ -1,4 +1,4 @@
-"""The class grader on a Dask cluster (lecture2_grader.cluster): the same scores as this machine, byte for byte
+"""The class grader on a Dask cluster (lecture2_grader.run.dask and .dask_worker): the same scores as this machine, byte for byte
 in grades.csv; a worker killed in the middle of a notebook costs nothing; a worker with other code, or one whose
 sandbox would import another checkout's lecture2, refuses its tasks with a line that says why; the instructor's
 process killed mid-class resumes from the results store; --watch grades what arrives and stops cleanly.
@@ -26,7 +26,8 @@ import pytest
 import submissions as sub
 from conftest import ASSIGNMENT, ROOT
 from lecture2_grader import classrun, pipeline
-from lecture2_grader.run import clusters, dask as cluster
+from lecture2_grader.judging import launch
+from lecture2_grader.run import clusters, dask as cluster, dask_worker
 from lecture2_grader.records import Judged
 from lecture2_grader.course import load as load_notebook
 from test_grade_class import BITS, NB1, TB, grading_runtime, make_course, one
@@ -145,17 +146,17 @@ def test_a_run_that_ends_early_shows_the_last_lines_of_its_stderr(tmp_path):
     empty.mkdir()
     rt.package = empty
     job = pipeline.prepare("alice", path, notebook, rt)
-    judged = Judged.from_json(pipeline.execute(job.judge, rt))
+    judged = Judged.from_json(launch.run(job.judge, rt))
     problems = " ".join(pipeline.finish(job, judged, notebook).problems)
     assert "your notebook's process was restarted" in problems, problems
     assert "last output:" in problems and "Error" in problems, problems
 
 
 def test_identities_that_differ_are_said_in_words():
-    here = cluster.identity()
-    assert cluster.differences(here, dict(here)) == []
+    here = dask_worker.identity()
+    assert dask_worker.differences(here, dict(here)) == []
     other = {**here, "lecture2": "0" * 64, "torch": "2.12.0"}
-    said = " ".join(cluster.differences(here, other))
+    said = " ".join(dask_worker.differences(here, other))
     assert "its lecture2 package differs from the instructor's (content hash 000000000000" in said
     assert f"it has torch 2.12.0, the instructor {here['torch']}" in said
 
