@@ -89,7 +89,7 @@ def state_bytes(params: Iterable[torch.Tensor], optimizer: torch.optim.Optimizer
 
 # --- one real step of a recipe, then what it holds -------------------------------------------------------------
 
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adafactor", "adam8bit")
+OPTIMIZERS = ("sgd", "sgd_momentum", "adagrad", "adam", "adafactor", "adam8bit")
 PRECISIONS = ("fp32", "mixed", "bf16")
 FP32_GRADS = ("none", "instead", "also")
 
@@ -99,7 +99,7 @@ class StepBytes:
     """What one training step of a recipe leaves held until the next step, in bytes.
 
     `optimizer` is everything the optimizer keeps for the update (its state tensors and any fp32 master weights)
-    except the step counters, which are `counters` apart: torch.optim's Adam and Adafactor keep one fp32 scalar
+    except the step counters, which are `counters` apart: torch.optim's Adam, Adagrad and Adafactor keep one fp32 scalar
     tensor per parameter tensor (4 bytes each, a library's bookkeeping, not a copy of the parameters);
     bitsandbytes counts its steps in a Python int (0 bytes)."""
 
@@ -159,6 +159,8 @@ def make_optimizer(name: str, params: list) -> torch.optim.Optimizer:
     """One of OPTIMIZERS over `params`, with the settings the notebooks use (bitsandbytes: its defaults)."""
     if name in ("sgd", "sgd_momentum"):
         return torch.optim.SGD(params, lr=0.1, momentum=0.9 if name == "sgd_momentum" else 0.0)
+    if name == "adagrad":  # CS336 lecture 2's example: one running sum of squared gradients per parameter
+        return torch.optim.Adagrad(params, lr=1e-2)
     if name == "adam":
         return torch.optim.Adam(params, lr=1e-3)
     if name == "adafactor":

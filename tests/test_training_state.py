@@ -120,6 +120,7 @@ def test_eight_bit_adam_state_on_cuda():
 
 @pytest.mark.parametrize("optimizer, precision, fp32_grads, per_param, counters", [
     ("sgd", "fp32", "none", (4, 4, 0), 0), ("sgd_momentum", "fp32", "none", (4, 4, 4), 0),
+    ("adagrad", "fp32", "none", (4, 4, 4), 24),
     ("sgd", "bf16", "none", (2, 2, 0), 0), ("adam", "fp32", "none", (4, 4, 8), 24),
     ("adam", "mixed", "none", (2, 2, 12), 24), ("adam", "mixed", "instead", (2, 4, 12), 24),
     ("adam", "mixed", "also", (2, 6, 12), 24)])
@@ -130,7 +131,7 @@ def test_one_real_step_of_each_recipe_holds_its_copies(optimizer, precision, fp3
     n = held.n_params
     assert n == 12 * 32 * 32 + 2 * 32 and held.n_tensors == 6
     assert (held.params, held.grads, held.optimizer) == tuple(b * n for b in per_param)
-    assert held.counters == counters  # one 4-byte fp32 step per parameter tensor for Adam, none for SGD
+    assert held.counters == counters  # one 4-byte fp32 step per parameter tensor for Adam and Adagrad, none for SGD
     assert held.total == sum(per_param) * n and held.per_param()["total"] == sum(per_param)
 
 
