@@ -23,8 +23,12 @@ c.ClearSolutions.code_stub = {
 }
 c.ClearSolutions.text_stub = "在这里写你的答案 (YOUR ANSWER HERE)"
 
-# The release carries no outputs.
+# The release carries no outputs, and no answer cell's note of what the student works out (docs/exercises.md's).
 c.ClearOutput.enabled = True
+from nbgrader.converters.generate_assignment import GenerateAssignment  # noqa: E402
+
+c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
+                                      "lecture2_grader.nbgrader_hooks.ClearExerciseNotes"]
 
 # nbgrader's own grading commands go through the course's sandboxed grader (lecture2_grader.nbgrader_hooks): the
 # formgrader's Autograde and Generate Feedback buttons, `nbgrader autograde` and `nbgrader generate_feedback` run

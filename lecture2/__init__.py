@@ -16,7 +16,7 @@ Modules, one job each:
     plots     the figures the notebooks share
     profile   a device profile (matmul FLOP/s, bandwidth, predictions vs measurements) and the shipped ones
     reference the shipped profiles beside the student's own run (notebooks 01, 05-08): tables and plots
-    distributed  a live torch.distributed process group started from a notebook (notebook 10): bytes held
+    distributed  a live torch.distributed process group started from a notebook (notebooks 10 and 11): bytes held
               and collectives issued per rank under DDP, ZeroRedundancyOptimizer, FSDP2 and lecture2.zero
               (a package: the records, the group, warm groups, the rank's worker and what it measures)
     zero      the paper's ZeRO stages 0-3 written out on flat buffers (run by lecture2.distributed's workers)

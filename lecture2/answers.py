@@ -213,7 +213,7 @@ def rebuild_exception(info: object) -> Exception:
 def quoted(err: BaseException, limit: int = 200) -> str:
     """An exception an answer raised, as a check's message may quote it: its class's name and the first line of its
     message, at most `limit` characters in all. Under the course's grader, an exception raised by a process that had
-    received a hidden case reaches a check as its built-in class with a fixed note (lecture2_grader.link), and a
+    received a hidden case reaches a check as its built-in class with a fixed note (lecture2_grader.judging.link), and a
     group that ended after that keeps its verdict and hint only (its message is not shown): quoting through here
     shows a student nothing that process said."""
     name = type(err).__name__ if isinstance(type(err).__name__, str) else "Exception"

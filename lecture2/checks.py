@@ -64,7 +64,7 @@ HINTS: dict[str, str] = {
     "numel": "元素个数 (numel) 不对：应是 shape 各维的乘积 (product)，不是和 (sum)。",
     "bias_off_by_one": "指数偏置 (exponent bias) 差了一：bias = 2**(e-1) - 1。",
     "eps_half": "eps 是 1.0 与下一个可表示数的间距 (spacing) = 2**-m，不是它的一半 (那是舍入误差上界)。",
-    "mantissa_max": "最大值的尾数部分 (mantissa) 是 2 - 2**-m，不是 1：所有尾数位都是 1。",
+    "mantissa_max": "最大值不只取最大的指数，尾数位 (mantissa) 也全取 1：1 + (2**m - 1) / 2**m = 2 - 2**-m，不是 1。",
     "subnormal": "你算的是最小次正规数 (smallest subnormal)；tiny 指最小的正规数 (smallest normal)。",
     "multiply_add": "少了乘加 (multiply-add) 的 2：每个乘加是 2 FLOPs。",
     "forward_only": "只算了前向 (forward)；前向 + 反向 (backward) 约是前向的 3 倍。",
@@ -125,7 +125,6 @@ HINTS: dict[str, str] = {
     "tensor_allocated": "不要真的分配这个 Tensor：字节数只由 shape 和 dtype 决定 (元素个数 × dtype.itemsize)，检查用的 shape 大到任何机器都分配不出来。",
     "format_from_table": "这是 PyTorch 某个已有 dtype 的 torch.finfo：要从位数 (e, m) 用公式推出，PyTorch 没有的格式也要能算。",
     "e4m3fn_max": "448 是 float8_e4m3fn (即 OCP FP8 规范里的 E4M3) 的最大值，它把指数全 1 也用来表示数；练习要的是 IEEE 式格式 (指数全 1 留给 inf/NaN)，E4M3 的最大值是 240。",
-    "unit_unknown": "只支持 'GB' (10**9 bytes) 和 'GiB' (2**30 bytes)：其他单位 (例如 'MB') 要 raise ValueError，不能悄悄当成 GB。",
     # 02: autograd
     "grad_3x_dropped": "漏掉了 3x 这一项：它的导数是 3。",
     "grad_returned_y": "你返回的是 y 本身，不是导数 dy/dx。",
@@ -134,11 +133,6 @@ HINTS: dict[str, str] = {
     "mse_mean": "L 是平均 (mean)，不是求和 (sum)：别忘了除以 N。",
     "mse_sign": "符号反了：残差 (residual) 是 预测 − 目标 = X @ w + b − y。",
     "mse_grad_b_scalar": "b 加到每个样本上，它的梯度要对样本求和，是一个标量 (0 维 Tensor)。",
-    "nodes_dedup": "同一个节点从几条路径到达时只能算一次 (计算图是 DAG，不是树)：记下已经访问过的节点。",
-    "nodes_leaf": "漏掉了叶子 (leaf) 的 AccumulateGrad 节点：它们也是反向节点。",
-    "nodes_branch": "只沿着 next_functions 的第一项往下走了：一个节点可能有几个输入，每个都要走。",
-    "nodes_class_name": "要的是类名 type(node).__name__，不是 str(node)。",
-    "nodes_none": "next_functions 里的 None 表示那个输入不需要梯度 (例如常数)：跳过它，它不是节点。",
     "saved_params": "把参数 (parameters) 算进去了：参数无论训练还是推理都在内存里，这里只数为反向传播多保存的激活值。",
     "saved_input": "忘了输入 x：第一个 Linear 要用它算权重的梯度 dL/dW = (dL/dh)^T x，所以它被保存。",
     "saved_shared": "ReLU 的输出和下一个 Linear 的输入是同一块存储 (storage)，只占一次内存：不要算两次。",
@@ -169,7 +163,7 @@ HINTS: dict[str, str] = {
     "attention_term": "attention 项是每层 12·T·d (PaLM: 12·L·H·Q·T，H·Q = d)：attention=True 时加上，attention=False 时不加。",
     "attention_block_size": "attention 项用的是实际序列长度 T，不是 config.block_size (位置 embedding 的行数)。",
     "d_ff_per_token": "FFN 的宽度是 config.d_ff (为 None 时才是 4d)：每层 4d² + 2·d·d_ff。",
-    # notebook 10: sharding (ZeRO, FSDP) and communication
+    # notebooks 10-11: sharding (ZeRO, FSDP) and communication
     "zero2_params": "ZeRO-2 (stage 2) 不切参数：它只切优化器状态和梯度，每个 rank 仍持有完整的参数；连参数也切的是 stage 3 (ZeRO-3 / FSDP)。",
     "zero1_optimizer_whole": "ZeRO-1 (stage 1) 切的正是优化器状态：每个 rank 只存自己那 1/n 份 (ceil(N/n) 个参数) 的 master、m、v，不是完整的一份。",
     "zero1_grads": "ZeRO-1 (stage 1) 不切梯度：每个 rank 仍持有完整的梯度 (N 个)；切梯度的是 stage 2。",
@@ -191,7 +185,6 @@ HINTS: dict[str, str] = {
     "builtin_types": "返回值要是内置类型 (built-in types)，不是它们的子类或 numpy 标量。",
     "calculator_off": "这是你自己写公式的练习：检查调用你的函数时，课程的计算器 (lecture2.estimate、planner 等) 被关掉了，"
                       "调用它的答案不得分。",
-    "replicated_floor": "ZeRO-1/2 里有一部分 (ZeRO-1 的参数和梯度，ZeRO-2 的参数) 每个 rank 都存完整的一份，不会随 n 变小：只有切开的部分除以 n。这部分本身放不下时，多少张卡都不够，应返回 None。",
 }
 
 
@@ -271,10 +264,20 @@ def shown(value: object) -> str:
     if type(value) is float:
         return f"{value:.6g}"
     try:
-        text = _summary(value, 0) if _foreign(value) is None else object.__repr__(value)
+        text = _summary(value, 0) if _foreign(value) is None else _type_only(value)
     except Exception:  # noqa: BLE001  a value that cannot even be summarised: its type
         text = f"<{type(value).__name__}>"
     return text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "…"
+
+
+def _type_only(value: object) -> str:
+    """A value not built of built-in types, as its type (a value the wire could not carry, as the type it names):
+    never its repr, nor object's (which holds a memory address: a page that differs at every run)."""
+    from .wire import Unsupported
+
+    if isinstance(value, Unsupported):
+        return repr(value)[:SHOWN_CHARACTERS]
+    return f"<{type(value).__qualname__}>"
 
 
 _fmt = shown  # the name the comparisons below use

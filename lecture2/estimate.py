@@ -8,7 +8,7 @@ GPU-hours, US dollars, bytes. Nothing here measures anything; `python -m lecture
     time (s)      = total FLOPs / (GPUs * peak FLOP/s * MFU)   (lecture §6.1)
     cost (USD)    = time (h) * GPUs * USD per GPU-hour          (lecture §6.3)
     bytes per GPU = weights + gradients + optimizer states, each divided by the GPUs that share it
-                    (ZeRO stages, Rajbhandari et al. 2020; notebook 10)
+                    (ZeRO stages, Rajbhandari et al. 2020; notebooks 10 and 11)
     activations   = per layer, tensor by tensor as notebook 06 counts them (fused attention, no dropout), or
                     Korthikanti et al. 2022's sbh(34 + 5as/h) family (explicit attention with dropout), both with
                     tensor and sequence parallelism and recomputation (`activation_bytes_per_layer`)

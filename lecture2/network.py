@@ -35,7 +35,7 @@ all-reduce of each GPU's 1/r across nodes over its share of the NICs, all-gather
 phases run one after the other. NCCL's flat ring pipelines the same traffic and is the faster of the two in
 bandwidth; the hierarchy needs fewer steps (latency) and is how HSDP and 2D meshes are built.
 
-On a live gloo group (notebook 10) the same two numbers are fitted from two message sizes (`fit`) and used to
+On a live gloo group (notebook 11) the same two numbers are fitted from two message sizes (`fit`) and used to
 predict a third, printed beside the measurement. Units: bytes, seconds, bytes/s.
 """
 from __future__ import annotations

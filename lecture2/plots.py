@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["bytes_per_rank", "dtype_ranges", "step_timeline"]
+__all__ = ["bytes_per_rank", "dtype_ranges", "pipeline_timeline", "step_parts", "step_timeline"]
 
 
 def matplotlib_ticker():
@@ -73,6 +73,52 @@ def bytes_per_rank(predicted: dict[str, tuple[Sequence[float], Sequence[float]]]
         ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+# ---- notebook 11: a pipeline's schedule, and a planned step beside a published one ------------------------------
+
+
+def pipeline_timeline(sim):
+    """A simulated pipeline schedule (lecture2.planner.simulate) as a timeline: one row per stage (stage 0 on top),
+    each forward (blue) and backward (orange) of a chunk a bar labelled with its micro-batch; the gaps are the
+    bubble. Time in the simulation's units (a forward 1, a backward 2). Returns a Figure."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 0.5 + 0.45 * sim.pp))
+    for stage, kind, mb, chunk, start, end in sim.events:
+        y = sim.pp - 1 - stage
+        ax.broken_barh([(start, end - start)], (y - 0.4, 0.8), color="#6baed6" if kind == "F" else "#fd8d3c",
+                       edgecolor="white")
+        label = str(mb) if sim.virtual == 1 else f"{mb}.{chunk}"
+        ax.text((start + end) / 2, y, label, ha="center", va="center", fontsize=7)
+    ax.set_yticks(range(sim.pp), [f"stage {s}" for s in reversed(range(sim.pp))])
+    ax.set_xlim(0, sim.makespan)
+    ax.set_xlabel("time (a forward 1, a backward 2)")
+    ax.set_title(f"p={sim.pp}, m={sim.micro_batches}, v={sim.virtual}: blue forward, orange backward "
+                 f"(the micro-batch{'' if sim.virtual == 1 else '.chunk'}); stage 0 idle {sim.bubble:.0%} of the time",
+                 fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def step_parts(parts: dict[str, float], reported_s: float, reported_label: str, min_share: float = 0.005):
+    """A planned step as a stacked bar of its named parts (seconds; parts under `min_share` of the step left out)
+    beside a reported step time (`reported_label`, e.g. a paper's MFU turned into seconds), drawn black so that no
+    part shares its colour. Returns a Figure."""
+    plt = _pyplot()
+    total = sum(parts.values())
+    shown = {name: s for name, s in parts.items() if s > min_share * total}
+    colors = [c for c in plt.get_cmap("tab10").colors if abs(c[0] - c[1]) + abs(c[1] - c[2]) > 0.05]  # no grey
+    fig, ax = plt.subplots(figsize=(8, 2.4))
+    left = 0.0
+    for i, (name, seconds) in enumerate(shown.items()):
+        ax.barh(["planned"], [seconds], left=left, color=colors[i % len(colors)], label=name.replace("compute: ", ""))
+        left += seconds
+    ax.barh([reported_label], [reported_s], color="black")
+    ax.set_xlabel("seconds per step (one GPU's view)")
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.5))
+    fig.tight_layout()
+    return fig
 
 
 # ---- notebook 08: a training step's timeline from the profiler's trace ------------------------------------------

@@ -28,28 +28,31 @@ def _number(value: object) -> float | None:
     return None if math.isnan(value) else value
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
+    """A value as the student wrote it: a count exactly (40,960), other numbers to 4 significant digits."""
     number = _number(value)
     if number is None:
         return repr(value)
-    return f"{number:.4g}" if abs(number) < 1e5 or number == 0 else f"{number:.3e}"
+    if number.is_integer() and abs(number) < 1e15:
+        return f"{int(number):,}"
+    return f"{number:.4g}" if abs(number) < 1e5 else f"{number:.3e}"
 
 
 def line(prediction: object, measured: object, what: str = "") -> str:
     """One comparison as text: the prediction, the measurement, and their ratio (or right / not right)."""
     label = f"{what}: " if what else ""
     if prediction is None:
-        return f"{label}测量 (measured) {_shown(measured)} {NOT_YET}"
+        return f"{label}测量 (measured) {shown(measured)} {NOT_YET}"
     p, m = _number(prediction), _number(measured)
     if p is not None and m is not None:
         if p == 0:
             ratio = "∞" if m else "1"
         else:
             ratio = f"{m / p:.3g}"
-        return (f"{label}预测 (predicted) {_shown(prediction)} · 测量 (measured) {_shown(measured)} · "
+        return (f"{label}预测 (predicted) {shown(prediction)} · 测量 (measured) {shown(measured)} · "
                 f"测量/预测 (ratio) {ratio}")
     right = "✓ 对了 (right)" if prediction == measured else "✗ 不对 (not right)"
-    return f"{label}预测 (predicted) {_shown(prediction)} · 测量 (measured) {_shown(measured)} · {right}"
+    return f"{label}预测 (predicted) {shown(prediction)} · 测量 (measured) {shown(measured)} · {right}"
 
 
 def record(prediction: object, measured: object, key: str, what: str = "") -> dict:

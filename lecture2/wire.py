@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import itertools
 import json
 import math
 import struct
@@ -50,9 +51,6 @@ class Limits:
 
 
 LIMITS = Limits()
-# The names earlier code and tests read.
-MAX_DEPTH, MAX_ITEMS, MAX_TEXT = LIMITS.depth, LIMITS.items, LIMITS.text
-MAX_INT_DIGITS, MAX_MESSAGE, MAX_TENSOR_BYTES = LIMITS.int_digits, LIMITS.message, LIMITS.tensor
 
 _TRANSPORTABLE: dict[str, type] = {}
 
@@ -196,11 +194,8 @@ class _Budget:
     __slots__ = ("items", "blobs", "used", "deadline", "countdown")
 
     def __init__(self, blobs, deadline: float | None):
-        self.items = LIMITS.items
-        self.blobs = blobs
-        self.used: set[int] = set()
-        self.deadline = deadline
-        self.countdown = LIMITS.check_every
+        self.items, self.blobs, self.used = LIMITS.items, blobs, set()  # used: the blobs a tensor took
+        self.deadline, self.countdown = deadline, LIMITS.check_every
 
     def spend(self, n: int) -> None:
         if n > LIMITS.container:
@@ -248,6 +243,7 @@ def _keys(items: list, what: str) -> list:
 
 
 def _decode(data: object, depth: int, budget: _Budget) -> object:
+    """One value of the grammar: JSON's own (bounded), a list item by item, or a tagged value (_decode_tagged)."""
     if depth > LIMITS.depth + 1:
         raise Malformed("nested too deep")
     kind = type(data)
@@ -271,6 +267,12 @@ def _decode(data: object, depth: int, budget: _Budget) -> object:
     if kind is not dict or len(data) != 1:
         raise Malformed(f"not in the wire's grammar: {kind.__name__}")
     (tag, body), = data.items()
+    return _decode_tagged(tag, body, depth, budget)
+
+
+def _decode_tagged(tag: object, body: object, depth: int, budget: _Budget) -> object:
+    """A value of Python's own tagged by its kind ($f, $b, $c, $t, $set, $fset, $d, $unsupported, $obj), else one of
+    torch's (_decode_torch)."""
     if tag == "$f":
         if body not in ("nan", "inf", "-inf"):
             raise Malformed("bad float tag")
@@ -311,8 +313,7 @@ def _decode(data: object, depth: int, budget: _Budget) -> object:
         cls = _TRANSPORTABLE.get(body[0])
         if cls is None:
             raise Malformed(f"not a transportable class: {body[0][:80]}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        if set(body[1]) - names:
+        if set(body[1]) - {f.name for f in dataclasses.fields(cls)}:
             raise Malformed(f"unknown fields of {cls.__name__}")
         budget.spend(len(body[1]))
         fields = {k: _decode(v, depth + 1, budget) for k, v in body[1].items()}
@@ -320,6 +321,11 @@ def _decode(data: object, depth: int, budget: _Budget) -> object:
             return cls(**fields)
         except Exception as err:  # the class's own validation refused the fields
             return Unsupported(cls.__qualname__, f"refused: {str(err)[:150]}")
+    return _decode_torch(tag, body, budget)
+
+
+def _decode_torch(tag: object, body: object, budget: _Budget) -> object:
+    """A torch.dtype, torch.device, torch.Size or tensor (_decode_tensor); Malformed where this side has no torch."""
     torch = _torch()
     if torch is None:
         raise Malformed(f"{tag} needs torch")
@@ -366,8 +372,7 @@ def _decode_tensor(body: object, budget: _Budget):
         raise Malformed("bad tensor shape")
     if type(body["param"]) is not bool or type(body["device"]) is not str:
         raise Malformed("bad tensor header")
-    itemsize = torch.empty(0, dtype=dtype).element_size()
-    nbytes = math.prod(shape) * itemsize
+    nbytes = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
     if "blob" not in body:
         if body["device"] != "meta":
             raise Malformed("a tensor without data")
@@ -416,9 +421,8 @@ def pack(message: object, blobs=()) -> bytes:
     size = 8 + len(body) + 8 * len(blobs) + sum(len(b) for b in blobs)
     if size > LIMITS.message:
         raise Malformed(f"a message of {size:,} bytes, over the limit")
-    parts = [struct.pack(">II", size, len(body)), body, struct.pack(">I", len(blobs))]
-    parts += [struct.pack(">Q", len(b)) for b in blobs]
-    return b"".join([*parts, *blobs])
+    lengths = [struct.pack(">Q", len(b)) for b in blobs]
+    return b"".join([struct.pack(">II", size, len(body)), body, struct.pack(">I", len(blobs)), *lengths, *blobs])
 
 
 def unpack(body) -> tuple[object, list]:
@@ -438,10 +442,8 @@ def unpack(body) -> tuple[object, list]:
     at = 8 + size + 8 * count
     if at + sum(lengths) != len(view):
         raise Malformed("blobs that do not fill the frame")
-    blobs = []
-    for n in lengths:
-        blobs.append(view[at:at + n])
-        at += n
+    starts = itertools.accumulate(lengths[:-1], initial=at)
+    blobs = [view[start:start + n] for start, n in zip(starts, lengths)]
     try:
         return json.loads(text.decode("utf-8")), blobs
     except (ValueError, RecursionError, UnicodeDecodeError, MemoryError) as err:

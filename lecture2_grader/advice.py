@@ -1,6 +1,6 @@
-"""What the grader tells a student about how it read their notebook (validate and the feedback page; Chinese with
-the English terms): their own cells it did not run and what that risks, and course cells they edited, whose
-course version ran instead. Advice only: it comes from the notebook's sources, before anything runs, and it never
+"""What the grader tells a student about how it read their notebook: own cells it did not run, course cells edited.
+In validate and the feedback page, in Chinese with the English terms: their own cells it did not run and what
+that risks, and course cells they edited, whose course version ran instead. Advice only: it comes from the notebook's sources, before anything runs, and it never
 changes a score. Every student text it quotes is escaped where it is shown (text.py)."""
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _listed(names) -> str:
 
 
 def skipped_own_cells(answers: Answers, kernel: plan.KernelPlan) -> list[str]:
-    """One notice per own cell the grader does not run (plan.own_cell): which, why, and whether points are at stake."""
+    """One notice per own cell the grader does not run (owncells.own_cell): which, why, and whether points are at stake."""
     read = kernel.read
     notes = []
     if len(kernel.skipped_own) > NAMED:

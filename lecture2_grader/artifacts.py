@@ -19,6 +19,7 @@ import nbformat
 
 from . import ASSIGNMENT, feedback
 from .course import Notebook
+from .files import AS_OPEN, write_atomic
 from .pipeline import Job
 from .records import Judged
 from .score import NotebookResult, exercise_names
@@ -103,16 +104,16 @@ def write(course: Path, nb: Notebook, job: Job, judged: Judged | None, result: N
     """The autograded notebook, its grading summary and the student's feedback page."""
     target = course / "autograded" / job.student / ASSIGNMENT
     target.mkdir(parents=True, exist_ok=True)
-    nbformat.write(executed_notebook(course / "solutions" / ASSIGNMENT / nb.name, nb, job, judged, result),
-                   target / nb.name)
+    text = nbformat.writes(executed_notebook(course / "solutions" / ASSIGNMENT / nb.name, nb, job, judged, result))
+    write_atomic(target / nb.name, text if text.endswith("\n") else text + "\n", AS_OPEN)  # as nbformat.write
     status = state(course, nb, job)
-    (target / f"{nb.stem}.grading.json").write_text(json.dumps(summary(result, job, status), ensure_ascii=False),
-                                                    encoding="utf-8")
+    write_atomic(target / f"{nb.stem}.grading.json", json.dumps(summary(result, job, status), ensure_ascii=False),
+                 AS_OPEN)
     page = feedback.page(nb, course / "notebooks" / ASSIGNMENT / nb.name, result, job.answers,
                          judged.cells if judged is not None else [])
     out = course / "feedback" / job.student / ASSIGNMENT / f"{nb.stem}.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
+    write_atomic(out, page, AS_OPEN)
     exchange_files(course, job.student)
 
 
@@ -124,5 +125,5 @@ def exchange_files(course: Path, student: str) -> None:
     for name in ("timestamp.txt", "submission_secret.txt"):
         for source in (submitted / ASSIGNMENT / name, submitted / "history" / ASSIGNMENT / name):
             if source.is_file() and not source.is_symlink() and source.stat().st_size < 4096:
-                (target / name).write_bytes(source.read_bytes())
+                write_atomic(target / name, source.read_bytes(), AS_OPEN)
                 break

@@ -1,5 +1,6 @@
-"""The class report's panel of predictions: before each measurement the text asks to predict, what the class wrote
-beside what was measured, so that an instructor sees which ideas the class mispredicts and by how much.
+"""The class report's panel of predictions: what the class predicted, beside what was measured. For each
+measurement the text asks to predict, what the class wrote, so that an instructor sees which ideas the class
+mispredicts and by how much.
 
 Made from the grader's own records (each student's `<notebook>.grading.json`, whose `predictions` the reader took
 from the file as data: predictions.py) and the instructor's executed notebook (the measurement each prediction
@@ -13,7 +14,10 @@ import math
 import statistics
 from pathlib import Path
 
+from lecture2.predict import shown
+
 from . import ASSIGNMENT, predictions
+from .files import atomic_text
 from .text import csv_cell, html
 
 BINS = [(0, 1 / 8, "≤⅛×"), (1 / 8, 1 / 3, "¼×"), (1 / 3, 2 / 3, "½×"), (2 / 3, 1.5, "≈1×"), (1.5, 3, "2×"),
@@ -60,7 +64,7 @@ def rows(course: Path, results: dict[str, dict[str, dict]]) -> list[dict]:
 
 def write_csv(course: Path, table: list[dict]) -> Path:
     path = course / "predictions.csv"
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with atomic_text(path) as f:
         writer = csv.writer(f)
         writer.writerow(["notebook", "key", "value", "student", "predicted", "measured", "predicted/measured"])
         for row in table:
@@ -84,7 +88,9 @@ def _summary(row: dict) -> tuple[str, float]:
         within = sum(0.5 <= r <= 2 for r in ratios) / len(ratios)
         off = statistics.median(abs(math.log2(r)) for r in ratios)
         return (f"median predicted/measured <b>{median:.3g}</b> · within 2×: {within:.0%}<br>{bars}", off)
-    if given and actual is not None:
+    if not given:
+        return "<span class='muted'>nobody wrote a prediction</span>", 0.0
+    if actual is not None:
         right = sum(v == actual for v in given.values()) / len(given)
         return f"right: <b>{right:.0%}</b>", 1 - right
     return "<span class='muted'>no measurement to compare with</span>", 0.0
@@ -104,8 +110,7 @@ def section(table: list[dict]) -> list[str]:
                "<th>answered</th><th>the class</th></tr>")
     for row, text, _ in summarised:
         label = row["what"] + (f" {row['name']}" if row["name"] else "")
-        measured = "—" if row["measured"] is None else html(f"{row['measured']:.4g}" if isinstance(
-            row["measured"], float) else str(row["measured"]), 80)
+        measured = "—" if row["measured"] is None else html(shown(row["measured"]), 80)
         out.append(f"<tr><td>{html(row['notebook'][:2])}</td><td><code>{html(row['key'], 80)}</code> "
                    f"{html(label, 120)}</td><td class='n'>{measured}</td>"
                    f"<td class='n'>{len(row['given'])} / {row['students']}</td><td>{text}</td></tr>")

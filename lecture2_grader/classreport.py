@@ -24,6 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import artifacts, classpredictions, gradebook
+from .files import AS_OPEN, atomic_file, atomic_text, write_atomic
 from .text import csv_cell, html
 
 OTHER = {"timeout": ("timeout", "超时 (timeout): 检查在时间限制内没有结束"),
@@ -89,14 +90,14 @@ def write(course: Path, students: list[str]) -> tuple[Path, Path]:
     results = load(course, students)
     rows, tally = mistakes(results)
     csv_path = course / "mistakes.csv"
-    with csv_path.open("w", newline="", encoding="utf-8") as f:
+    with atomic_text(csv_path) as f:
         writer = csv.writer(f)
         writer.writerow(["notebook", "test", "group", "hint_key", "hint", "students", "attempted", "unattempted"])
         for r in rows:
             writer.writerow([r["notebook"], csv_cell(r["test"]), csv_cell(r["group"]), csv_cell(r["hint_key"]),
                              csv_cell(r["hint"]), r["students"], r["attempted"],
                              tally[(r["notebook"], r["test"])]["unattempted"]])
-    with (course / "mistakes_by_student.csv").open("w", newline="", encoding="utf-8") as f:
+    with atomic_text(course / "mistakes_by_student.csv") as f:
         writer = csv.writer(f)
         writer.writerow(["notebook", "test", "group", "hint_key", "student"])
         for r in rows:
@@ -114,7 +115,7 @@ def write(course: Path, students: list[str]) -> tuple[Path, Path]:
     classpredictions.write_csv(course, predicted)
     page = _page(results, rows, tally, table, stems, maxima, figures, classpredictions.section(predicted))
     html_path = folder / "index.html"
-    html_path.write_text(page, encoding="utf-8")
+    write_atomic(html_path, page, AS_OPEN)
     return csv_path, html_path
 
 
@@ -282,7 +283,8 @@ def _figures(table, stems, maxima, folder: Path) -> list[tuple[str, str, int]]:
     ax.set_ylabel("students")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(folder / "total.png", dpi=dpi)
+    with atomic_file(folder / "total.png", AS_OPEN) as f:
+        fig.savefig(f, dpi=dpi, format="png")
     plt.close(fig)
     figures.append(("Total score", "total.png", 900))
     cols = min(5, len(stems))
@@ -303,7 +305,8 @@ def _figures(table, stems, maxima, folder: Path) -> list[tuple[str, str, int]]:
     for ax in axes[:, 0]:
         ax.set_ylabel("students", fontsize=8)
     fig.tight_layout()
-    fig.savefig(folder / "notebooks.png", dpi=dpi)
+    with atomic_file(folder / "notebooks.png", AS_OPEN) as f:
+        fig.savefig(f, dpi=dpi, format="png")
     plt.close(fig)
     figures.append(("Per notebook (students who handed it in)", "notebooks.png", int(264 * cols)))
     return figures

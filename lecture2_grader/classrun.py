@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -32,7 +30,7 @@ from .readers import Readers
 from .records import ClassRun, Judged, StudentRun
 from .run import Executor
 from .run.local import LocalExecutor
-from .run.preflight import font_cache, package_dir
+from .run.preflight import package_dir
 from .runtime import Runtime
 from .score import NotebookResult
 from .text import terminal
@@ -144,8 +142,14 @@ class ClassGrading:
         self.students: dict[str, Progress] = {}
         self.done: list[StudentRun] = []
         self.store = store.Store(course)
-        self.registered: Background | None = None
+        self.registered: Background | None = None  # nbgrader registering the assignment (gradebook.register)
         self.notes: list[str] = []  # the preflight's
+        # the run's loop (run): notebooks being read, being judged, judged before the preflight passed
+        self.reads: dict[Future, Task] = {}
+        self.judges: dict[Future, tuple[Work, float]] = {}
+        self.held: list[tuple[Future, Work, float]] = []
+        self.checking: Background | None = None  # the executor's preflight, started with the first judge
+        self.total, self.counted, self.reused = 0, 0, 0  # notebooks to grade, finished, taken from the store
 
     def tasks(self, names: list[str], secret: bytes) -> list[Task]:
         """Every chosen notebook of every student, to read (a student without a folder: one problem); each drawing
@@ -215,78 +219,115 @@ class ClassGrading:
             run.problems.append(f"the gradebook could not be written for this student ({type(err).__name__}: {err})")
         self.done.append(run)
 
+    def grade(self, names: list[str], secret: bytes, executor: Executor, jobs: int, regrade: bool,
+              stop: threading.Event | None) -> bool:
+        """Grade `names`: the run's fixed costs side by side (nbgrader registering the assignment, a subprocess; the
+        executor getting ready: this machine's fork server importing torch) while the notebooks are read and the
+        sandbox proves itself, then every notebook read and judged (`run`). Returns whether it was stopped."""
+        self.registered = Background(gradebook.register, self.course,
+                                     {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in self.every.values()})
+        executor.warm(list(self.notebooks))
+        tasks = self.tasks(names, secret)
+        for progress in list(self.students.values()):
+            if progress.pending == 0:
+                self.merge(progress)
+        readers = Readers(jobs + 1, self.runtime)  # one more than the judges: a slow file never idles them
+        try:
+            stopped = stop is not None and stop.is_set() or \
+                self.run(tasks, pipeline.code_digest(package_dir()), readers, executor, stop, regrade)
+        finally:
+            readers.close()
+        if stopped:
+            left = sum(p.pending for p in self.students.values())
+            self.notes.append(f"stopped: {left} notebook{'s' if left != 1 else ''} not graded this time (the "
+                              "gradebook keeps their earlier scores); the next run grades them")
+        if self.reused:
+            self.notes.append(f"{self.reused} of {len(tasks)} notebooks unchanged since they were last graded: their "
+                              "stored results were used (--regrade runs them again)")
+        self.registered.result()
+        return stopped
+
     def run(self, tasks: list[Task], code: str, readers: Readers, executor: Executor, stop: threading.Event | None,
-            regrade: bool, fonts: Background) -> tuple[bool, int]:
+            regrade: bool) -> bool:
         """Read every task (readers, several at once) and, as each is read, reuse its stored run or send it to
         `executor`; complete each notebook as it comes back, once the executor's preflight (started with the first
         judge, running meanwhile) has passed: nothing a broken sandbox judged is kept. One file's reading never
-        holds back another's judging. Returns (stopped, how many stored runs were reused)."""
+        holds back another's judging. Returns whether it was stopped (`stop` set)."""
         reading = ThreadPoolExecutor(max_workers=readers.slots, thread_name_prefix="read")
-        reads: dict[Future, Task] = {reading.submit(self.read, readers, task, code): task for task in tasks}
-        judges: dict[Future, tuple[Work, float]] = {}
-        held: list[tuple[Future, Work, float]] = []  # judged before the preflight passed
-        checking: Background | None = None
-        done, reused = 0, 0
-        _progress(0, len(tasks), "")
+        self.reads = {reading.submit(self.read, readers, task, code): task for task in tasks}
+        self.total = len(tasks)
+        _progress(0, self.total, "")
         try:
-            while reads or judges or held:
-                finished, _ = wait([*reads, *judges], timeout=0.5, return_when=FIRST_COMPLETED) \
-                    if reads or judges else (set(), set())
+            while self.reads or self.judges or self.held:
+                finished, _ = wait([*self.reads, *self.judges], timeout=0.5, return_when=FIRST_COMPLETED) \
+                    if self.reads or self.judges else (set(), set())
                 for future in finished:
-                    if future in reads:
-                        task = reads.pop(future)
-                        job = future.result()
-                        if job is None:
-                            self.unread(task.student)
-                            done += 1
-                            continue
-                        item = Work(task.student, task.nb, job)
-                        stored = None if regrade or job.judge is None else \
-                            self.store.get(item.student, item.nb.stem, job.digest)
-                        if job.judge is None or stored is not None:
-                            reused += stored is not None
-                            self.complete(item, stored, 0.0)
-                            done += 1
-                            _progress(done, len(tasks), item.label)
-                            continue
-                        if checking is None:
-                            fonts.result()  # the judges' font cache, built beside the first reads
-                            checking = Background(executor.preflight)  # its sandbox starts beside the first judges
-                        judges[executor.submit(job.judge, label=item.label)] = (item, time.perf_counter())
+                    if future in self.reads:
+                        self.judge_or_reuse(self.reads.pop(future), future.result(), executor, regrade)
                     else:
-                        held.append((future, *judges.pop(future)))
-                if held and checking is not None and checking.done():
-                    try:
-                        checking.result()
-                    except BaseException:
-                        executor.stop()
-                        raise
-                    for future, item, started in held:
-                        timing = executor.timing(future)
-                        seconds = timing["seconds"] if timing else time.perf_counter() - started
-                        try:
-                            judged = Judged.from_json(future.result())
-                        except Exception as err:  # noqa: BLE001  the executor lost it: this notebook only, not stored
-                            judged = Judged.failure(f"the grader could not run this notebook ({type(err).__name__})",
-                                                    "lost")
-                        self.received(item, judged, seconds)
-                        done += 1
-                        _progress(done, len(tasks), item.label)
-                    held = []
-                if (reads or judges) and stop is not None and stop.is_set():
-                    executor.stop()
-                    reading.shutdown(wait=False, cancel_futures=True)
-                    for progress in self.students.values():  # what each student has, in the gradebook
-                        if progress.pending > 0 and progress.results:
-                            self.merge(progress)
-                    return True, reused
+                        self.held.append((future, *self.judges.pop(future)))
+                if self.held and self.checking is not None and self.checking.done():
+                    self.receive_held(executor)
+                if (self.reads or self.judges) and stop is not None and stop.is_set():
+                    self.stop(executor, reading)
+                    return True
         finally:
             reading.shutdown(wait=False, cancel_futures=True)
-        if checking is not None:
-            self.notes += checking.result() or []
+        if self.checking is not None:
+            self.notes += self.checking.result() or []
         if sys.stderr.isatty():
             print(file=sys.stderr)
-        return False, reused
+        return False
+
+    def judge_or_reuse(self, task: Task, job: pipeline.Job | None, executor: Executor, regrade: bool) -> None:
+        """A notebook read: its stored run when its key has one (unless `regrade`), else sent to `executor` (the
+        first one sent starts the executor's preflight beside it)."""
+        if job is None:
+            self.unread(task.student)
+            self.counted += 1
+            return
+        item = Work(task.student, task.nb, job)
+        stored = None if regrade or job.judge is None else self.store.get(item.student, item.nb.stem, job.digest)
+        if job.judge is None or stored is not None:
+            self.reused += stored is not None
+            self.complete(item, stored, 0.0)
+            self.count(item.label)
+            return
+        if self.checking is None:
+            self.checking = Background(executor.preflight)  # its sandbox starts beside the first judges
+        self.judges[executor.submit(job.judge, label=item.label)] = (item, time.perf_counter())
+
+    def receive_held(self, executor: Executor) -> None:
+        """The executor's preflight passed (else its error is raised, the executor stopped): every notebook judged
+        so far is received."""
+        try:
+            self.checking.result()
+        except BaseException:
+            executor.stop()
+            raise
+        for future, item, started in self.held:
+            timing = executor.timing(future)
+            seconds = timing["seconds"] if timing else time.perf_counter() - started
+            try:
+                judged = Judged.from_json(future.result())
+            except Exception as err:  # noqa: BLE001  the executor lost it: this notebook only, not stored
+                judged = Judged.failure(f"the grader could not run this notebook ({type(err).__name__})", "lost")
+            self.received(item, judged, seconds)
+            self.count(item.label)
+        self.held = []
+
+    def stop(self, executor: Executor, reading: ThreadPoolExecutor) -> None:
+        """Ctrl-C: nothing more is read or judged; what each student has is merged into the gradebook."""
+        executor.stop()
+        reading.shutdown(wait=False, cancel_futures=True)
+        for progress in self.students.values():
+            if progress.pending > 0 and progress.results:
+                self.merge(progress)
+
+    def count(self, label: str) -> None:
+        self.counted += 1
+        _progress(self.counted, self.total, label)
+
 
 def _progress(done: int, total: int, name: str, width: int = 30) -> None:
     if not sys.stderr.isatty():
@@ -303,61 +344,34 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
     (default: a LocalExecutor of `jobs`). When `stop` is set (Ctrl-C), the notebooks not judged yet are left for
     the next run: every result received is stored and written, every file whole."""
     course = course.resolve()
-    submitted = course / "submitted"
-    if not (course / "nbgrader_config.py").is_file():
-        raise SystemExit(f"error: {course} is not the course folder (no nbgrader_config.py)")
-    if not submitted.is_dir():
-        raise SystemExit(f"error: no submissions: {submitted} does not exist. Put each student's notebooks in "
-                         f"submitted/<student>/{ASSIGNMENT}/")
-    names, notes = students_of(submitted, students)
-    if not names and not notes:
-        raise SystemExit(f"error: {submitted} holds no student folder")
+    names, notes = _students_to_grade(course, students)
     every = load_course(course)
     try:
         secret = draws.course_secret(course)
     except draws.SecretUnusable as err:
         raise SystemExit(f"error: {err}") from None
     grading = ClassGrading(course, runtime, every, select_notebooks(every, notebooks))
-    scratch = Path(tempfile.mkdtemp(prefix="lecture2-grade-"))
     own_executor = executor is None
-    stopped = False
+    executor = executor or LocalExecutor(runtime, jobs)
     try:
-        runtime.package = package_dir()
-        runtime.mpl_cache = scratch / "matplotlib-cache"
-        fonts = Background(font_cache, scratch)  # needed by the first cell that plots, not before
-        # The run's fixed costs side by side: nbgrader registering the assignment (a subprocess) and the judges'
-        # fork server importing torch, while the notebooks are read and the sandbox proves itself.
-        registering = Background(gradebook.register, course,
-                                 {nb.stem: {t.grade_id: t.points for t in nb.tests} for nb in every.values()})
-        executor = executor or LocalExecutor(runtime, jobs)
-        executor.warm(list(grading.notebooks))  # this machine: the judges' fork server starts importing torch
-        grading.registered = registering
-        tasks = grading.tasks(names, secret)
-        for progress in list(grading.students.values()):
-            if progress.pending == 0:
-                grading.merge(progress)
-        readers = Readers(jobs + 1, runtime)  # one more than the judges: a slow file never idles them
-        try:
-            if not (stop is not None and stop.is_set()):
-                stopped, reused = grading.run(tasks, pipeline.code_digest(runtime.package), readers, executor, stop,
-                                              regrade, fonts)
-            else:
-                stopped, reused = True, 0
-        finally:
-            readers.close()
-        notes = notes + grading.notes
-        if stopped:
-            left = sum(p.pending for p in grading.students.values())
-            notes.append(f"stopped: {left} notebook{'s' if left != 1 else ''} not graded this time (the gradebook "
-                         "keeps their earlier scores); the next run grades them")
-        if reused:
-            notes.append(f"{reused} of {len(tasks)} notebooks unchanged since they were last graded: their stored results "
-                         "were used (--regrade runs them again)")
-        registering.result()
+        stopped = grading.grade(names, secret, executor, jobs, regrade, stop)
     finally:
         if own_executor:
             executor.close()
-        shutil.rmtree(scratch, ignore_errors=True)
     gradebook.write_csv(course)
     classreport.write(course, gradebook.students(course))
-    return ClassRun(sorted(grading.done, key=lambda s: s.name), notes, stopped)
+    return ClassRun(sorted(grading.done, key=lambda s: s.name), notes + grading.notes, stopped)
+
+
+def _students_to_grade(course: Path, only: list[str] | None) -> tuple[list[str], list[str]]:
+    """The student folders of course/submitted to grade (students_of), or SystemExit saying what is missing."""
+    submitted = course / "submitted"
+    if not (course / "nbgrader_config.py").is_file():
+        raise SystemExit(f"error: {course} is not the course folder (no nbgrader_config.py)")
+    if not submitted.is_dir():
+        raise SystemExit(f"error: no submissions: {submitted} does not exist. Put each student's notebooks in "
+                         f"submitted/<student>/{ASSIGNMENT}/")
+    names, notes = students_of(submitted, only)
+    if not names and not notes:
+        raise SystemExit(f"error: {submitted} holds no student folder")
+    return names, notes

@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     on_cluster = bool(args.scheduler or args.cluster)
     if args.unsafe_no_sandbox:
         print("warning: --unsafe-no-sandbox: students' code runs with your permissions", file=sys.stderr)
-    elif not on_cluster:  # a cluster's workers prove their own sandbox (lecture2_grader.cluster)
+    elif not on_cluster:  # a cluster's workers prove their own sandbox (run/dask_worker.py)
         try:
             sandbox.check_available()
         except sandbox.SandboxUnavailable as err:

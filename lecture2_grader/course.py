@@ -1,5 +1,6 @@
-"""The course as the grader reads it: the instructor's notebooks (solutions/, hidden tests included) and the
-release students received (notebooks/), and content hashes that say whether anything changed.
+"""The course as the grader reads it: the instructor's notebooks and the release. The instructor's notebooks
+(solutions/, hidden tests included), the release students received (notebooks/), and content hashes that say
+whether anything changed.
 
 A notebook is a list of cells of four kinds: "answer" (a solution region a student fills), "test" (a graded
 check cell), "code" (the instructor's other code) and "markdown". Everything here comes from the course's own

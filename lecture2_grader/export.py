@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from . import gradebook, intake
+from .files import atomic_text
 from .text import csv_cell, terminal
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -60,7 +61,7 @@ def write(course: Path, out: Path | None = None) -> tuple[list[Path], list[str]]
     warnings = []
     canvas_path, moodle_path = out / "canvas.csv", out / "moodle.csv"
     now = dt.datetime.now(intake.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    with canvas_path.open("w", newline="", encoding="utf-8") as cf, moodle_path.open("w", newline="", encoding="utf-8") as mf:
+    with atomic_text(canvas_path) as cf, atomic_text(moodle_path) as mf:
         canvas, moodle = csv.writer(cf), csv.writer(mf)
         canvas.writerow([*CANVAS_COLUMNS, assignment])
         canvas.writerow(["    Points Possible", "", "", "", "", f"{max_total:g}"])

@@ -1,16 +1,18 @@
 """Files the grader writes and reads whole: one way to write a file so that a reader never sees half of it, and one
-way to hash one without holding it. Every module of lecture2_grader and lecture2_hub that replaces a file writes it
-through `atomic_file` or `write_atomic`."""
+way to hash one without holding it. Every module of lecture2_grader and lecture2_hub that writes a file over another
+writes it through `atomic_file`, `atomic_text` or `write_atomic` (tests/test_grade_files.py reads their code for any
+other way); a file made new (O_EXCL), a log appended to and the kernel's cgroup files are written as they are."""
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 OWNER_ONLY = 0o600  # a student's work, a roster, the hub's settings: readable by their owner alone
 AS_OPEN = 0o666  # what open() asks for: the umask decides (0o644 under the usual 022), e.g. a zip to hand on
@@ -30,6 +32,14 @@ def atomic_file(path: Path, mode: int = OWNER_ONLY) -> Iterator[BinaryIO]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def atomic_text(path: Path, mode: int = AS_OPEN) -> Iterator[TextIO]:
+    """`atomic_file` as text: UTF-8, every line ending written as it is given (csv's own \\r\\n). `mode` as there
+    (default: as open() would make it)."""
+    with atomic_file(path, mode) as f, io.TextIOWrapper(f, encoding="utf-8", newline="") as text:
+        yield text
 
 
 def write_atomic(path: Path, data: bytes | str | Path, mode: int = OWNER_ONLY) -> None:

@@ -27,6 +27,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
 from . import ASSIGNMENT, artifacts, intake
+from .files import atomic_text
 from .score import NotebookResult
 from .text import csv_cell
 
@@ -171,7 +172,7 @@ def write_csv(course: Path) -> Path:
     stems, maxima, rows = table(course)
     max_total = sum(maxima.values())
     path = course / "grades.csv"
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with atomic_text(path) as f:
         writer = csv.writer(f)
         writer.writerow(["student", *stems, "total", "max_total", *COLUMNS])
         for row in rows:
@@ -187,7 +188,7 @@ def write_csv(course: Path) -> Path:
                              f"{row['total']:g}", f"{max_total:g}", late,
                              which(lambda n: n["state"] == "blank"), which(lambda n: n["state"] == "missing"),
                              which(lambda n: n["state"] == "unreadable"), which(lambda n: n["flagged"]), newest])
-    with (course / "notebooks.csv").open("w", newline="", encoding="utf-8") as f:
+    with atomic_text(course / "notebooks.csv") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "notebook", "points", "max_points", "state", "manual_grade", "flagged",
                          "submitted_at", "late", "hours_late", "copies_received"])

@@ -4,7 +4,7 @@
 
 The zip holds notebooks/lec02/*.ipynb exactly as saved, under lec02/ (or <ID>/lec02/ with --student):
 
-    lec02-handin.zip          lec02/01_tensors_dtypes.ipynb ... lec02/10_sharding.ipynb     upload it to the LMS:
+    lec02-handin.zip          lec02/01_tensors_dtypes.ipynb ... lec02/11_parallel_plans.ipynb    upload it to the LMS:
                               Canvas and Moodle put the student's name on the file, and the collector reads it
     alice-lec02-handin.zip    alice/lec02/01_tensors_dtypes.ipynb ...                      by e-mail or a shared
                               folder: the folder names the student (their id as the course knows it)
@@ -16,9 +16,7 @@ written all the same, and the line says which notebook to save again from Jupyte
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -53,15 +51,9 @@ def write(folder: Path, out: Path, student: str | None = None) -> list[str]:
 def validate_all(paths: list[Path]) -> tuple[int, list[str]]:
     """(0 when every notebook could be read else 1, one summary line per notebook) from `make validate`'s checks."""
     from . import validate
-    from .run.preflight import font_cache, package_dir
-    from .runtime import Runtime
 
-    scratch = Path(tempfile.mkdtemp(prefix="lecture2-handin-"))
     status, lines = 0, []
-    try:
-        runtime = Runtime.for_student()
-        runtime.package = package_dir()
-        runtime.mpl_cache = font_cache(scratch)
+    with validate.student_runtime() as runtime:
         for path in paths:
             code, result = validate.validate(path, runtime)
             head = result[0] if result else terminal(path.name)
@@ -71,8 +63,6 @@ def validate_all(paths: list[Path]) -> tuple[int, list[str]]:
             else:
                 lines.append(f"✅ {head.split(' (隐藏检查')[0]}")
             print(lines[-1], flush=True)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return status, lines
 
 

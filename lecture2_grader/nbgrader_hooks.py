@@ -1,4 +1,4 @@
-"""nbgrader's own grading commands, sent through the course's grader: the formgrader's ⚡ Autograde and Generate
+"""nbgrader's own grading commands, sent through the course's grader. The formgrader's ⚡ Autograde and Generate
 Feedback buttons, `nbgrader autograde` and `nbgrader generate_feedback`.
 
 nbgrader's Autograde runs a student's notebook as it is, in a kernel with the instructor's permissions, and its
@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from nbconvert.exporters import NotebookExporter
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from . import ASSIGNMENT
 
@@ -80,3 +81,18 @@ class GradeWithCourseGrader(NotebookExporter):
         if proc.returncode != 0:
             raise NbGraderException("the course's grader did not run (see the lines above); run `make grade` in "
                                     f"{root} to see why")
+
+
+class ClearExerciseNotes(NbGraderPreprocessor):
+    """`make release` (nbgrader generate_assignment, after its checksums): each answer cell's note of what the student
+    works out (its metadata["lecture2"]: "derives" and "kind", for docs/exercises.md) stays in solutions/ only; a
+    prediction cell's key (metadata["lecture2"]["prediction"]) stays, the grader reads it. Named last in c.GenerateAssignment.preprocessors."""
+
+    def preprocess_cell(self, cell, resources, index):
+        notes = cell.get("metadata", {}).get("lecture2")
+        if isinstance(notes, dict):
+            for key in ("derives", "kind"):
+                notes.pop(key, None)
+            if not notes:
+                del cell.metadata["lecture2"]
+        return cell, resources

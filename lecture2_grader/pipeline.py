@@ -1,12 +1,13 @@
 """The one pipeline: a student's notebook, from its file to its points, in the stages of lecture2_grader.
 
     job = prepare(student, path, notebook, runtime)   read the file, pick out the answers, scan, plan  [no student code]
-    judged = execute(job.judge, runtime)               the judge and the student's process      [the boundary]
-    result = finish(job, judged, notebook)             points, problems for the report          [no student code]
+    judged = launch.run(job.judge, runtime)           the judge and the student's process (judging/)  [the boundary]
+    result = finish(job, judged, notebook)            points, problems for the report                  [no student code]
 
-`make validate` (the student's machine, no sandbox), `make grade` (this machine's processes, or a Dask cluster:
-lecture2_grader.run) and the lab call these three, so a score is the same wherever it is computed. `execute` takes
-and returns plain data (JSON-able dicts): it is what crosses to another machine; records.Judged reads it.
+`make validate` (the student's machine, no sandbox) and `make grade` (this machine's processes, or a Dask cluster:
+lecture2_grader.run) take every notebook through these three, so a score is the same wherever it is computed. The
+middle one is where judges run (lecture2_grader.run's executors call judging.launch.run there): it takes and returns
+plain data (JSON-able dicts), what crosses to another machine; records.Judged reads it.
 """
 from __future__ import annotations
 
@@ -17,14 +18,13 @@ from pathlib import Path
 from . import advice, plan, scan, score, store, submission
 from .course import Notebook, tree_digest
 from .records import Judged
-from . import launch
 from .runtime import GRADER, Runtime
 
 # The grader's modules whose code decides what a judge returns for a submission (what is read, planned, run and
 # how): a change to one of them makes every stored result stale. Scoring, feedback, reports and the gradebook are
 # made again from the stored results at every run, so their changes cost no notebook a run.
-JUDGING = ("course.py", "submission.py", "source.py", "plan.py", "pipeline.py", "judge.py", "link.py", "kernel.py",
-           "sandbox.py", "score.py", "records.py", "runtime.py", "launch.py")
+JUDGING = ("course.py", "submission.py", "source.py", "plan.py", "owncells.py", "pipeline.py", "sandbox.py", "score.py",
+           "records.py", "runtime.py", "judging/judge.py", "judging/link.py", "judging/kernel.py", "judging/launch.py")
 
 
 def code_digest(package: Path) -> str:
@@ -76,17 +76,15 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
            for k, c in enumerate(c for c in kernel.cells if c["kind"] == "own")}  # scanned like answers: they run
     findings = [str(f) for f in scan.scan({**answers.sources, **own})]
     notices = advice.skipped_own_cells(answers, kernel) + advice.edited_course_cells(nb, answers)
-    job = {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells, "answer_names": nb.answer_names(),
-           "draw": draw}
-    return Job(student, nb.name, answers.sources, list(answers.problems), findings, job, digest, notices,
-               answers.predictions)
+    return Job(student, nb.name, answers.sources, list(answers.problems), findings, judge_job(nb, kernel, draw), digest,
+               notices, answers.predictions)
 
 
-def execute(judge_job: dict, runtime: Runtime, **where) -> dict:
-    """Run the judge on `judge_job` (which starts the student's process) within the notebook's time limit: its
-    results as plain data (what crosses to another machine; records.Judged reads them), a failure with its cause
-    when it gave none. Where the judges run is lecture2_grader.run's (`where`: launch.run's slot)."""
-    return launch.run(judge_job, runtime, **where)
+def judge_job(nb: Notebook, kernel: plan.KernelPlan, draw: str | None = None) -> dict:
+    """What the judge is given of one notebook (launch.run adds the run's settings, Runtime.judge_settings): its test
+    cells, the cells the student's process runs, the names the answers define, the secret of its hidden cases."""
+    return {"notebook": nb.stem, "tests": plan.judge_tests(nb), "cells": kernel.cells, "answer_names": nb.answer_names(),
+            "draw": draw}
 
 
 def finish(job: Job, judged: Judged | None, nb: Notebook) -> score.NotebookResult:

@@ -1,5 +1,5 @@
-"""`make feedback`: hand the course's feedback pages back through nbgrader's exchange (a JupyterHub's, e.g. the
-course's own `make hub`), so that each student's *Fetch Feedback* in the Assignments tab brings their pages.
+"""`make feedback`: hand the course's feedback pages back through nbgrader's exchange. A JupyterHub's (e.g. the
+course's own `make hub`): each student's *Fetch Feedback* in the Assignments tab brings their pages.
 
     .venv/bin/python -m lecture2_grader.release_feedback [--exchange /srv/nbgrader/exchange] [--student alice ...]
 

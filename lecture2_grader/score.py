@@ -123,7 +123,7 @@ def score(nb: Notebook, judged: Judged | None) -> NotebookResult:
                 passed = bool(outcome and outcome.get("passed") is True)
                 share = maximum * weight / total if total else 0.0
                 hidden = bool(cell.hidden and label in lines and cell.hidden[0] <= lines[label] <= cell.hidden[1])
-                status = str((outcome or {}).get("status") or ("not run" if entry else "not run"))
+                status = str((outcome or {}).get("status") or "not run")
                 result.groups.append({"exercise": name, "group": label, "weight": weight, "max_points": share,
                                       "points": share if passed else 0.0, "passed": passed, "hidden": hidden,
                                       "status": "passed" if passed else status,

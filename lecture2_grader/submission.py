@@ -251,8 +251,17 @@ def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known
     except OSError as err:
         raise Unreadable(f"cannot be read ({err.strerror})") from None
     cells = cells_of(text)
-    course_sources, index_of = course_sources or {}, index_of or {}
     answers = Answers()
+    by_id = _by_grade_id(cells, known_ids, answers.problems)
+    used = _answer_cells(cells, by_id, answer_ids, stubs, answers)
+    answers.edited = _edited_course_cells(by_id, visible or {})
+    answers.own_cells = _own_cells(cells, course_sources or {}, index_of or {}, used)
+    answers.predictions = predictions.read(cells)
+    return answers
+
+
+def _by_grade_id(cells: list[dict], known_ids: set[str], problems: list[str]) -> dict[str, list[dict]]:
+    """The cells of each grade_id the notebook has, in order; a problem naming the grade_ids it does not have."""
     by_id: dict[str, list[dict]] = {}
     unknown: list[str] = []
     for cell in cells:
@@ -265,17 +274,36 @@ def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known
             unknown.append(gid)
     if unknown:
         shown = ", ".join(printable_id(g) for g in unknown[:5])
-        answers.problems.append(f"cells with unknown grade_ids ignored: {shown}"
-                                + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
-    untagged = [c for c in cells if c["grade_id"] is None and c["cell_type"] in ("code", "raw", "markdown")]
-    shapes: dict[int, tuple[set[str], str]] = {}  # id(cell) -> what it defines and its first line, read once
+        problems.append(f"cells with unknown grade_ids ignored: {shown}"
+                        + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
+    return by_id
 
-    def shape_of(cell: dict) -> tuple[set[str], str]:
-        if id(cell) not in shapes:
-            shapes[id(cell)] = (_defines(cell["source"]), _first_line(cell["source"]))
-        return shapes[id(cell)]
 
-    by_shape, used = [], set()
+class _Shapes:
+    """What each untagged cell defines and its first line, read once (how an answer whose metadata is gone is found)."""
+
+    def __init__(self, cells: list[dict]):
+        self.untagged = [c for c in cells if c["grade_id"] is None and c["cell_type"] in ("code", "raw", "markdown")]
+        self._seen: dict[int, tuple[set[str], str]] = {}  # id(cell) -> its shape
+
+    def of(self, cell: dict) -> tuple[set[str], str]:
+        if id(cell) not in self._seen:
+            self._seen[id(cell)] = (_defines(cell["source"]), _first_line(cell["source"]))
+        return self._seen[id(cell)]
+
+    def matching(self, stub: str, used: set[int]) -> list[dict]:
+        """The untagged cells not taken yet that define the stub's names or start with its first line (and are not
+        the stub itself)."""
+        names, line = _defines(stub), _first_line(stub)
+        return [c for c in self.untagged if id(c) not in used and c["source"].strip() != stub.strip() and (
+            (names and names <= self.of(c)[0]) or (line and self.of(c)[1] == line))]
+
+
+def _answer_cells(cells: list[dict], by_id: dict[str, list[dict]], answer_ids: list[str], stubs: dict[str, str],
+                  answers: Answers) -> set[int]:
+    """Each answer's source into `answers` (by its grade_id, else by the shape of its stub), with a problem for each
+    oddity; the ids of the cells found by their shape (not the student's own cells)."""
+    shapes, by_shape, used = _Shapes(cells), [], set()
     for gid in answer_ids:
         found = by_id.get(gid, [])
         if len(found) > 1:
@@ -283,10 +311,7 @@ def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known
         if found:
             cell = found[0]
         else:
-            stub = stubs.get(gid, "")
-            names, line = _defines(stub), _first_line(stub)
-            matches = [c for c in untagged if id(c) not in used and c["source"].strip() != stub.strip() and (
-                (names and names <= shape_of(c)[0]) or (line and shape_of(c)[1] == line))]
+            matches = shapes.matching(stubs.get(gid, ""), used)
             if len(matches) != 1:
                 answers.problems.append(f"answer cell {gid} missing (0 points for its exercise)")
                 continue
@@ -302,12 +327,25 @@ def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known
         answers.sources[gid] = cell["source"]
     if by_shape:
         answers.problems.append(f"nbgrader metadata missing: answers found by what they define ({', '.join(by_shape)})")
-    for gid, release_source in (visible or {}).items():
+    return used
+
+
+def _edited_course_cells(by_id: dict[str, list[dict]], visible: dict[str, str]) -> dict[str, str]:
+    """grade_id -> the student's source of each course code or test cell they changed (the course's version runs)."""
+    edited = {}
+    for gid, release_source in visible.items():
         found = by_id.get(gid, [])
         if found and found[0]["cell_type"] == "code" and found[0]["source"].strip() != release_source.strip() \
                 and len(found[0]["source"]) <= MAX_ANSWER:
-            answers.edited[gid] = found[0]["source"]
-    anchor, position = -1, 0
+            edited[gid] = found[0]["source"]
+    return edited
+
+
+def _own_cells(cells: list[dict], course_sources: dict[str, int], index_of: dict[str, int],
+               used: set[int]) -> list[StudentCell]:
+    """The student's own code cells, each after the course cell before it (its anchor): untagged cells that are not
+    an answer found by its shape nor a course cell whose metadata was lost."""
+    own, anchor = [], -1
     for cell in cells:
         gid = cell["grade_id"]
         if gid in index_of:
@@ -319,7 +357,5 @@ def read_answers(path: Path, answer_ids: list[str], stubs: dict[str, str], known
             anchor = course_sources[cell["source"]]
             continue
         if cell["source"].strip() and len(cell["source"]) <= MAX_ANSWER:
-            answers.own_cells.append(StudentCell(anchor, position, cell["source"]))
-            position += 1
-    answers.predictions = predictions.read(cells)
-    return answers
+            own.append(StudentCell(anchor, len(own), cell["source"]))
+    return own

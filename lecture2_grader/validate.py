@@ -12,14 +12,17 @@ its score), 2 for a file that is not a notebook of the assignment or cannot be r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import ASSIGNMENT, pipeline, submission
 from .course import load
 from .feedback import text_report
+from .judging import launch
 from .records import Judged
 from .run.preflight import font_cache, package_dir
 from .runtime import CELL_SECONDS, Runtime
@@ -36,6 +39,17 @@ def release_copy(name: str) -> Path | None:
     return None
 
 
+@contextlib.contextmanager
+def student_runtime(cell_timeout: float = CELL_SECONDS) -> Iterator[Runtime]:
+    """A student's own machine's Runtime (Runtime.for_student: no sandbox, every core) with this environment's lecture2
+    and a font cache of its own, removed when the block ends (make validate, make handin)."""
+    scratch = Path(tempfile.mkdtemp(prefix="lecture2-validate-"))
+    try:
+        yield Runtime.for_student(cell_timeout, package_dir(), font_cache(scratch))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def validate(path: Path, runtime: Runtime) -> tuple[int, list[str]]:
     """(exit status, lines to print) for one student notebook."""
     release = release_copy(path.name)
@@ -45,7 +59,7 @@ def validate(path: Path, runtime: Runtime) -> tuple[int, list[str]]:
     job = pipeline.prepare("you", path, nb, runtime)
     if job.judge is None:
         return 2, [f"{terminal(path.name)}: {terminal(job.problems[0] if job.problems else 'cannot be read')}"]
-    judged = Judged.from_json(pipeline.execute(job.judge, runtime))
+    judged = Judged.from_json(launch.run(job.judge, runtime))
     result = pipeline.finish(job, judged, nb)
     visible = sum(t.visible_max if t.visible_max is not None else t.max_points for t in result.tests)
     lines = [f"{nb.stem}: {result.score:g}/{visible:g} 分 (points) in the visible checks, of {nb.max_score:g} in all "
@@ -66,12 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cell-timeout", type=float, default=CELL_SECONDS,
                         help=f"seconds one cell may run (default {CELL_SECONDS:g})")
     args = parser.parse_args(argv)
-    scratch = Path(tempfile.mkdtemp(prefix="lecture2-validate-"))
     status = 0
-    try:
-        runtime = Runtime.for_student(args.cell_timeout)
-        runtime.package = package_dir()
-        runtime.mpl_cache = font_cache(scratch)
+    with student_runtime(args.cell_timeout) as runtime:
         for path in args.notebooks:
             if not path.is_file():
                 print(f"{terminal(path)}: no such file")
@@ -80,8 +90,6 @@ def main(argv: list[str] | None = None) -> int:
             code, lines = validate(path, runtime)
             print("\n".join(lines))
             status = max(status, code)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return status
 
 

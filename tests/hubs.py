@@ -177,7 +177,7 @@ class Hub:
 def start_hub(people: dict[str, str], *, limits: str = "", extra: dict | None = None) -> Hub:
     """A hub for `people` (name -> role) on a scratch course (notebook 01) owned by a new ordinary account."""
     from lecture2_hub import roster
-    from test_browser import _free_port
+    from lecture2_hub.preflight import free_port
 
     tag = secrets.token_hex(3)
     base = Path(tempfile.mkdtemp(prefix="lecture2-hub-"))  # not under pytest's tmp (mode 0700): students reach it
@@ -193,7 +193,7 @@ def start_hub(people: dict[str, str], *, limits: str = "", extra: dict | None = 
     (base / "roster.csv").write_text("name,role,password\n" + "".join(
         f"{n},{r},{roster.hash_password(passwords[n], FAST_HASH)}\n" for n, r in people.items()), encoding="utf-8")
     subprocess.run(["chown", "-R", "--no-dereference", f"{owner.pw_name}:", str(course)], check=True)
-    hub = Hub(base, _free_port(), dict(people), passwords, owner, limits, extra or {})
+    hub = Hub(base, free_port(), dict(people), passwords, owner, limits, extra or {})
     proc = hub.cli("start", *hub.start_args())
     if proc.returncode != 0:
         stop_hub(hub)

@@ -1,5 +1,6 @@
-"""The grader's own path for tests: test cells run in this process as the judge runs them, the answers in a
-student's process (lecture2_grader.kernel, without a sandbox here), reached only through lecture2.answers.
+"""The grader's own judge, stepped by hand for tests: test cells run in this process by the judge that grades
+(judging/judge.py's `Judge`), the answers in a student's process (judging/kernel.py, without a sandbox here),
+reached only through lecture2.answers.
 
     with Judging("01_tensors_dtypes.ipynb") as j:
         j.run_until("ex01_tensor_bytes_check")                    # the cells the reference answers need
@@ -7,22 +8,23 @@ student's process (lecture2_grader.kernel, without a sandbox here), reached only
         j.answer("ex01_tensor_bytes", "def tensor_bytes(...): ...")  # another answer, in the same process
         result = j.test("ex01_tensor_bytes_check", visible=True)  # the release's visible checks only
 
-One student's process serves the whole notebook, so that trying many answers costs one start.
+The job is made as pipeline.prepare and launch.run make it; the steps are the judge's own (`Judge.run_cells_before`,
+`Judge.run_test`), taken in the order a test asks for. One student's process serves the whole notebook, so that
+trying many answers costs one start.
 """
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
-import nbformat
-
 from conftest import RELEASE, SOLUTIONS
-from lecture2_grader import course, judge, plan, sandbox, score
-from lecture2_grader.link import KernelLink, KernelSpec
+from lecture2_grader import course, pipeline, plan, sandbox, score
+from lecture2_grader.judging import judge
 from lecture2_grader.records import Judged
 from lecture2_grader.run import preflight
 from lecture2_grader.runtime import Runtime
 from lecture2_grader.submission import Answers
+from submissions import reference_answers  # noqa: F401  (the exercise tests read it here)
 
 _MPL: Path | None = None
 
@@ -32,42 +34,28 @@ def runtime(sandboxed: bool = False, threads: int = 2) -> Runtime:
     global _MPL
     if _MPL is None:
         _MPL = preflight.font_cache(Path(tempfile.mkdtemp(prefix="lecture2-test-mpl-")))
-    rt = Runtime(cell_timeout=300, notebook_timeout=900, sandboxed=sandboxed, threads=threads,
-                          limits=sandbox.Limits(memory=None if not sandboxed else 6 * 2**30, threads=threads))
-    rt.package, rt.mpl_cache = preflight.package_dir(), _MPL
-    return rt
-
-
-def reference_answers(name: str) -> dict[str, str]:
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(SOLUTIONS / name, 4).cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+    return Runtime(cell_timeout=300, notebook_timeout=900, sandboxed=sandboxed, threads=threads,
+                   limits=sandbox.Limits(memory=None if not sandboxed else 6 * 2**30, threads=threads),
+                   package=preflight.package_dir(), mpl_cache=_MPL)
 
 
 class Judging:
     def __init__(self, name: str, answers: dict[str, str] | None = None, sandboxed: bool = False):
         self.nb = course.load(SOLUTIONS / name, RELEASE / name)
         self.visible = course.load(RELEASE / name, RELEASE / name)
-        self.runtime = runtime(sandboxed)
-        spec = self.runtime.kernel_spec()
-        self.link = KernelLink(KernelSpec(binds=spec["binds"], limits=self.runtime.limits, sandboxed=sandboxed,
-                                          mpl_cache=spec["mpl_cache"], cell_timeout=300, max_starts=3))
-        self.sink = judge.Sink()
-        self.plan = plan.kernel_plan(self.nb, Answers(sources=answers or reference_answers(name)))
-        self.sent = 0
-        self.names = self.nb.answer_names()
+        kernel = plan.kernel_plan(self.nb, Answers(sources=answers or reference_answers(name)))
+        self.judge = judge.Judge({**pipeline.judge_job(self.nb, kernel), **runtime(sandboxed).judge_settings()})
+        self.link = self.judge.link
 
     def run_until(self, grade_id: str | None = None) -> list[dict]:
         """Run the planned cells before test cell `grade_id` (all of them for None); their statuses."""
-        limit = self.nb.cell(grade_id).index if grade_id else float("inf")
-        cells = [c for c in self.plan.cells[self.sent:] if c["at"] < limit]
-        self.sent += len(cells)
-        return self.link.run_cells(cells, 300) if cells else []
+        return self.judge.run_cells_before(self.nb.cell(grade_id).index if grade_id else float("inf"))
 
     def answer(self, grade_id: str, source: str) -> dict:
         """Run `source` as answer cell `grade_id` in the student's process; its status."""
         cell = self.nb.cell(grade_id)
-        return self.link.run_cells([{"index": cell.index, "at": float(cell.index), "kind": "answer",
-                                     "grade_id": grade_id, "source": source}], 300)[0]
+        return self.judge.run_cells([{"index": cell.index, "at": float(cell.index), "kind": "answer",
+                                      "grade_id": grade_id, "source": source}])[0]
 
     def fresh(self) -> None:
         """A new student's process for the next check (the cells run so far run again in it): one that has received
@@ -79,14 +67,13 @@ class Judging:
         """Run test cell `grade_id` (the release's visible checks if `visible`) as the judge does; its result."""
         nb = self.visible if visible else self.nb
         cell = nb.cell(grade_id)
-        entry = judge.run_test(self.link, self.sink, {"index": cell.index, "grade_id": grade_id, "source": cell.source},
-                               self.names, 300)
+        entry = self.judge.run_test({"index": cell.index, "grade_id": grade_id, "source": cell.source})
         result = next(t for t in score.score(nb, Judged(tests=[entry])).tests if t.grade_id == grade_id)
         result.error = entry.error
         return result
 
     def close(self) -> None:
-        self.link.close()
+        self.judge.close()
 
     def __enter__(self) -> Judging:
         return self

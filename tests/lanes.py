@@ -59,7 +59,8 @@ SIDE = (
 # fresh clone with 2 cores, December 2026: main 542 s, side 505 s with 06 and 07 here too; 593 s and 588 s without;
 # 526 s and 513 s once the release Run All of 08 left the quiet block).
 MAIN_NOTEBOOKS = (
-    "10_sharding.ipynb",  # 20-29 s beside the other lane: two-rank process groups
+    "10_sharding.ipynb",  # 11-29 s beside the other lane: two- to four-rank process groups (11_parallel_plans,
+    # 16-47 s, runs in the side lane; the split of notebook 10 in December 2026 was not re-measured on a fresh clone)
 )
 # Notebooks whose cells and checks assert what their own timings show. Quiet: nbval's cells of them, and the tests
 # that run them, parametrized with quiet_param (the reference and mistakes judged; Run All of the unfilled release

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from lecture2_hub.preflight import free_port
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 
 
@@ -35,12 +37,6 @@ def missing() -> str | None:
     except KeyError:
         return "there is no user munge (Debian's munge package makes it)"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 CONF = """\
@@ -121,7 +117,7 @@ class OneNodeSlurm:
         for folder in ("state", "spool"):
             (root / folder).mkdir()
         self.conf = root / "slurm.conf"
-        self.conf.write_text(CONF.format(host=self.host, ctld_port=_free_port(), d_port=_free_port(),
+        self.conf.write_text(CONF.format(host=self.host, ctld_port=free_port(), d_port=free_port(),
                                          munge_socket=self.munge_socket, root=root, cpus=self.cpus,
                                          memory_mb=self.memory_mb))
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}

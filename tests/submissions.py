@@ -32,6 +32,15 @@ def filled(name: str, **replace: str) -> nbformat.NotebookNode:
     return nb
 
 
+def predicted(nb: nbformat.NotebookNode, sources: dict[str, str]) -> nbformat.NotebookNode:
+    """`nb` with prediction cells filled in: prediction key -> the cell's new source."""
+    for cell in nb.cells:
+        key = cell.get("metadata", {}).get("lecture2", {}).get("prediction", "")
+        if key in sources:
+            cell.source = sources[key]
+    return nb
+
+
 def grade_id(cell) -> str | None:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 

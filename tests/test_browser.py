@@ -21,7 +21,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -31,6 +30,7 @@ import nbformat
 import pytest
 
 from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, SOLUTIONS, notebook_names
+from lecture2_hub.preflight import free_port
 from tools import bundle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -59,12 +59,6 @@ def _chromium() -> str:
     if not os.access(path, os.X_OK):
         _unavailable(f"no Chromium at {path} (apt-get install chromium)")
     return path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _fill(nb_path: Path, grade_id: str) -> None:
@@ -101,7 +95,7 @@ def lab(tmp_path_factory):
         package, name = plugin.rsplit("/", 1)
         (settings / package).mkdir(parents=True, exist_ok=True)
         (settings / package / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ)
     env.pop("NBGRADER_EXECUTION", None)
     env.update(JUPYTER_CONFIG_DIR=str(root / ".jupyter-config"), JUPYTER_RUNTIME_DIR=str(root / ".jupyter-runtime"),

@@ -29,7 +29,8 @@ from conftest import ASSIGNMENT, BIN, RELEASE, ROOT, SOLUTIONS, nbgrader_env
 from judging import runtime
 from lecture2_grader import classrun, gradebook
 from lecture2_grader.report import report_line
-from test_browser import CHROMIUM_ARGS, SCREENSHOTS, _api, _chromium, _free_port, _unavailable
+from lecture2_hub.preflight import free_port
+from test_browser import CHROMIUM_ARGS, SCREENSHOTS, _api, _chromium, _unavailable
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 NAME = "01_tensors_dtypes.ipynb"
@@ -67,12 +68,12 @@ def test_the_formgrader_tells_the_truth_keeps_manual_grades_and_grades_through_t
     _collect(course, sub.filled(NAME, ex01_tensor_bytes=BITS), (2026, 3, 1, 10, 0, 0))
     settings = runtime(sandboxed=True, threads=1)
     (dana,) = classrun.grade_class(course, settings).students
-    assert dana.total == 5 and report_line(dana, 7).endswith("— ok")
+    assert dana.total == 3 and report_line(dana, 5).endswith("— ok")
 
     marker = Path(f"/tmp/lecture2-formgrader-{secrets.token_hex(6)}")
     writes = (f"try:\n    open({str(marker)!r}, 'w').write('ran here')\nexcept OSError:\n    pass\n"
-              + sub.reference_answers(NAME)["ex01_weight_memory"])
-    port, token = _free_port(), secrets.token_hex(16)
+              + sub.reference_answers(NAME)["ex01_float_format"])
+    port, token = free_port(), secrets.token_hex(16)
     env = dict(nbgrader_env(), JUPYTER_CONFIG_DIR=str(tmp_path / ".jupyter-config"),
                JUPYTER_RUNTIME_DIR=str(tmp_path / ".jupyter-runtime"),
                JUPYTER_TOKEN=token)  # in the environment, not on the command line (which every user's `ps` shows)
@@ -105,7 +106,7 @@ def test_the_formgrader_tells_the_truth_keeps_manual_grades_and_grades_through_t
                 row = _row(pg, "dana")
                 row.locator("td.status span", has_text="graded").wait_for(timeout=30_000)
                 assert row.locator("td.status").inner_text().strip() == "graded"
-                assert row.locator("td.score").inner_text().strip() == "5 / 7"
+                assert row.locator("td.score").inner_text().strip() == "3 / 5"
                 assert "2026-03-01" in row.locator("td.timestamp").inner_text()
                 pg.screenshot(path=str(SCREENSHOTS / "formgrader_submissions.png"))
 
@@ -132,7 +133,7 @@ def test_the_formgrader_tells_the_truth_keeps_manual_grades_and_grades_through_t
                                 + (tmp_path / "server.log").read_text()[-3000:])
 
                 # 3. a late notebook collected: "needs autograding", until its ⚡ button grades it in the sandbox
-                _collect(course, sub.filled(NAME, ex01_tensor_bytes=BITS, ex01_weight_memory=writes), (2026, 3, 4, 10, 0, 0))
+                _collect(course, sub.filled(NAME, ex01_tensor_bytes=BITS, ex01_float_format=writes), (2026, 3, 4, 10, 0, 0))
                 stored = sorted(p.name for p in (course / "autograded" / "dana" / ASSIGNMENT).iterdir())
                 pg.goto(f"{base}/formgrader/manage_submissions/{ASSIGNMENT}", timeout=60_000)
                 row = _row(pg, "dana")
@@ -143,12 +144,12 @@ def test_the_formgrader_tells_the_truth_keeps_manual_grades_and_grades_through_t
                 text = modal.inner_text()
                 pg.screenshot(path=str(SCREENSHOTS / "formgrader_autograde.png"))
                 assert modal.get_attribute("id") == "success-modal", text
-                assert "course's grader" in text and "dana: 7/7" in text, text
+                assert "course's grader" in text and "dana: 5/5" in text, text
                 modal.locator("button", has_text="OK").first.click()
                 pg.goto(f"{base}/formgrader/manage_submissions/{ASSIGNMENT}", timeout=60_000)
                 row = _row(pg, "dana")
                 row.locator("td.status span", has_text="graded").wait_for(timeout=30_000)
-                assert row.locator("td.score").inner_text().strip() == "7 / 7"
+                assert row.locator("td.score").inner_text().strip() == "5 / 5"
                 assert "2026-03-04" in row.locator("td.timestamp").inner_text()
             finally:
                 browser.close()
@@ -162,7 +163,7 @@ def test_the_formgrader_tells_the_truth_keeps_manual_grades_and_grades_through_t
     assert not marker.exists(), "the answer ran outside the sandbox"
     assert sorted(p.name for p in (course / "autograded" / "dana" / ASSIGNMENT).iterdir()) == stored
     (again,) = classrun.grade_class(course, settings, ["dana"]).students  # a rerun keeps the instructor's grade
-    assert again.total == 7
+    assert again.total == 5
     rows = list(csv.DictReader((course / "grades.csv").open(encoding="utf-8")))
     assert [(r["student"], r["01_tensors_dtypes"], r["total"], r["max_total"], r["late"]) for r in rows] == [
-        ("dana", "7", "7", "7", "")]  # no due date in this course: nothing is late
+        ("dana", "5", "5", "5", "")]  # no due date in this course: nothing is late

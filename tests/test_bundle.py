@@ -123,9 +123,9 @@ def test_the_bundle_validates_a_notebook_with_its_own_validator(tmp_path):
          str(folder), "notebooks/lec02/01_tensors_dtypes.ipynb"],
         cwd=folder, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("01_tensors_dtypes: 0/5 分 (points) in the visible checks, of 7"), proc.stdout
+    assert proc.stdout.startswith("01_tensors_dtypes: 0/3.5 分 (points) in the visible checks, of 5"), proc.stdout
     heads = [line for line in proc.stdout.splitlines() if line.startswith("⏳ ")]
-    assert len(heads) == 3 and all("not implemented" in line for line in heads), proc.stdout
+    assert len(heads) == 2 and all("not implemented" in line for line in heads), proc.stdout  # 01 has two exercises
 
 
 def test_student_lab_switches_nbgrader_instructor_tools_off(tmp_path):
@@ -179,17 +179,18 @@ def test_handin_validates_first_and_exits_0_for_an_unfilled_notebook(tmp_path, c
     (tmp_path / "lec02" / "02_autograd.ipynb").write_text("{ not a notebook")
     status = handin.main(["--notebooks", str(folder), "--out", str(tmp_path / "h.zip")])
     out = capsys.readouterr().out
-    assert "✅ 01_tensors_dtypes: 0/5 分 (points) in the visible checks, of 7 in all" in out
+    assert "✅ 01_tensors_dtypes: 0/3.5 分 (points) in the visible checks, of 5 in all" in out
     assert "❌ 02_autograd" in out and status == 1, "an unreadable notebook is said, and the zip still written"
     assert len(zipfile.ZipFile(tmp_path / "h.zip").namelist()) == 2
 
 
-def test_what_notebook_10_and_the_planner_cite_is_in_the_bundle(tmp_path):
+def test_what_notebooks_10_11_and_the_planner_cite_is_in_the_bundle(tmp_path):
     """Issue 42, finding 9: notebook 10 cited docs/planning.md and tests/, which the student bundle did not hold.
-    Is every document the release of notebook 10 or lecture2's planner cites (docs/...) in the bundle, and does the
-    notebook cite no test file (a student has none)?"""
+    Is every document the releases of notebooks 10 and 11 (sharding, parallel plans) or lecture2's planner cite
+    (docs/...) in the bundle, and do the notebooks cite no test file (a student has none)?"""
     names = {n.removeprefix("lecture2-student/") for n in zipfile.ZipFile(bundle.write(tmp_path / "b.zip")).namelist()}
-    notebook = (ROOT / "notebooks" / "lec02" / "10_sharding.ipynb").read_text(encoding="utf-8")
+    notebook = "".join((ROOT / "notebooks" / "lec02" / name).read_text(encoding="utf-8")
+                       for name in ("10_sharding.ipynb", "11_parallel_plans.ipynb"))
     code = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "lecture2" / "planning").glob("*.py"))
     docs = set(re.findall(r"(?<![/\w])docs/[\w.-]+\.md", notebook + code))  # not CUTLASS's media/docs/...
     assert "docs/planning.md" in docs and docs <= names, sorted(docs - names)

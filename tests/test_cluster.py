@@ -1,9 +1,9 @@
-"""The class grader on a Dask cluster (lecture2_grader.cluster): the same scores as this machine, byte for byte
+"""The class grader on a Dask cluster (lecture2_grader.run.dask and .dask_worker): the same scores as this machine, byte for byte
 in grades.csv; a worker killed in the middle of a notebook costs nothing; a worker with other code, or one whose
 sandbox would import another checkout's lecture2, refuses its tasks with a line that says why; the instructor's
 process killed mid-class resumes from the results store; --watch grades what arrives and stops cleanly.
 
-The class is notebook 01 (7 points), a few students, so that every run stays short. The cluster is a Dask
+The class is notebook 01 (5 points), a few students, so that every run stays short. The cluster is a Dask
 scheduler and workers started here as processes (no nanny: each worker is one process, killed by its PID).
 """
 from __future__ import annotations
@@ -26,7 +26,8 @@ import pytest
 import submissions as sub
 from conftest import ASSIGNMENT, ROOT
 from lecture2_grader import classrun, pipeline
-from lecture2_grader.run import clusters, dask as cluster
+from lecture2_grader.judging import launch
+from lecture2_grader.run import clusters, dask as cluster, dask_worker
 from lecture2_grader.records import Judged
 from lecture2_grader.course import load as load_notebook
 from test_grade_class import BITS, NB1, TB, grading_runtime, make_course, one
@@ -39,8 +40,8 @@ SLOW = "import time\ntime.sleep(8)  # long enough to be stopped in the middle\n"
 
 
 def cases() -> dict[str, dict]:
-    return {"correct": one(sub.filled(NB1), 7), "planted-mistake": one(sub.filled(NB1, **{TB: BITS}), 5),
-            "slow": one(sub.filled(NB1, **{TB: SLOW + sub.reference_answers(NB1)[TB]}), 7)}
+    return {"correct": one(sub.filled(NB1), 5), "planted-mistake": one(sub.filled(NB1, **{TB: BITS}), 3),
+            "slow": one(sub.filled(NB1, **{TB: SLOW + sub.reference_answers(NB1)[TB]}), 5)}
 
 
 def new_course(root: Path, students: dict[str, dict]) -> Path:
@@ -145,17 +146,17 @@ def test_a_run_that_ends_early_shows_the_last_lines_of_its_stderr(tmp_path):
     empty.mkdir()
     rt.package = empty
     job = pipeline.prepare("alice", path, notebook, rt)
-    judged = Judged.from_json(pipeline.execute(job.judge, rt))
+    judged = Judged.from_json(launch.run(job.judge, rt))
     problems = " ".join(pipeline.finish(job, judged, notebook).problems)
     assert "your notebook's process was restarted" in problems, problems
     assert "last output:" in problems and "Error" in problems, problems
 
 
 def test_identities_that_differ_are_said_in_words():
-    here = cluster.identity()
-    assert cluster.differences(here, dict(here)) == []
+    here = dask_worker.identity()
+    assert dask_worker.differences(here, dict(here)) == []
     other = {**here, "lecture2": "0" * 64, "torch": "2.12.0"}
-    said = " ".join(cluster.differences(here, other))
+    said = " ".join(dask_worker.differences(here, other))
     assert "its lecture2 package differs from the instructor's (content hash 000000000000" in said
     assert f"it has torch 2.12.0, the instructor {here['torch']}" in said
 
@@ -266,7 +267,7 @@ def test_the_cluster_gives_this_machines_scores_byte_for_byte(on_dask):
     """Is grades.csv from the cluster the same file as from this machine, and is each student's report line the
     same?"""
     assert (on_dask["here"] / "grades.csv").read_bytes() == (on_dask["there"] / "grades.csv").read_bytes()
-    assert rows(on_dask["there"]) == {"correct": "7", "planted-mistake": "5", "slow": "7"}
+    assert rows(on_dask["there"]) == {"correct": "5", "planted-mistake": "3", "slow": "5"}
     here = {s.name: (s.total, s.problems) for s in on_dask["here_students"]}
     there = {s.name: (s.total, s.problems) for s in on_dask["there_students"]}
     assert here == there
@@ -302,7 +303,7 @@ def test_workers_with_other_code_or_a_broken_sandbox_refuse_with_a_line_that_say
 def test_the_instructors_process_killed_mid_class_resumes_with_what_is_stored(dask, tmp_path):
     """`make grade --scheduler` killed after its first result: does the next run send only the notebooks with no
     stored result, and grade the class as if nothing happened?"""
-    course = new_course(tmp_path / "course", {**cases(), "correct-2": one(sub.filled(NB1), 7)})
+    course = new_course(tmp_path / "course", {**cases(), "correct-2": one(sub.filled(NB1), 5)})
     argv = [PY, "-m", "lecture2_grader", "--course", str(course), "--scheduler", dask.address,
             "--cell-timeout", "30", "--memory-limit", "4GiB"]
     stored = lambda: sorted(course.glob(f"autograded/*/{ASSIGNMENT}/*.result.json"))  # noqa: E731
@@ -319,7 +320,7 @@ def test_the_instructors_process_killed_mid_class_resumes_with_what_is_stored(da
     again = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"{len(kept)} of 4 notebooks unchanged since they were last graded" in again.stderr, again.stderr[-3000:]
-    assert rows(course) == {"correct": "7", "correct-2": "7", "planted-mistake": "5", "slow": "7"}
+    assert rows(course) == {"correct": "5", "correct-2": "5", "planted-mistake": "3", "slow": "5"}
 
 
 # ---- --watch
@@ -329,7 +330,7 @@ def test_the_instructors_process_killed_mid_class_resumes_with_what_is_stored(da
 def test_watch_grades_what_arrives_and_stops_cleanly_on_ctrl_c(tmp_path):
     """Does `--watch` grade a new student and a changed notebook as they arrive, and does Ctrl-C in the middle
     of a notebook stop it with every file whole (the interrupted notebook left for the next run)?"""
-    course = new_course(tmp_path / "course", {"alice": one(sub.filled(NB1), 7)})
+    course = new_course(tmp_path / "course", {"alice": one(sub.filled(NB1), 5)})
     proc = subprocess.Popen([PY, "-m", "lecture2_grader", "--course", str(course), "--watch", "--poll", "1",
                              "--jobs", "1", "--cell-timeout", "60", "--memory-limit", "4GiB"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -337,16 +338,16 @@ def test_watch_grades_what_arrives_and_stops_cleanly_on_ctrl_c(tmp_path):
         def total(student):
             return (course / "grades.csv").is_file() and rows(course).get(student)
 
-        wait_until(lambda: total("alice") == "7", 300, "alice's first grade")
+        wait_until(lambda: total("alice") == "5", 300, "alice's first grade")
         bob = course / "submitted" / "bob" / ASSIGNMENT
         staging = tmp_path / "upload"
         staging.mkdir()
         sub.write(sub.filled(NB1, **{TB: BITS}), staging / NB1)
         bob.parent.mkdir()
         shutil.move(staging, bob)  # a whole folder arrives, as an LMS sync writes it
-        wait_until(lambda: total("bob") == "5", 120, "bob's grade")
+        wait_until(lambda: total("bob") == "3", 120, "bob's grade")
         sub.write(sub.filled(NB1, **{TB: BITS}), course / "submitted" / "alice" / ASSIGNMENT / NB1)
-        wait_until(lambda: total("alice") == "5", 120, "alice's changed notebook graded")
+        wait_until(lambda: total("alice") == "3", 120, "alice's changed notebook graded")
         carol = course / "submitted" / "carol" / ASSIGNMENT
         carol.mkdir(parents=True)
         sub.write(sub.filled(NB1, **{TB: "import time\ntime.sleep(30)\n" + sub.reference_answers(NB1)[TB]}), carol / NB1)
@@ -364,6 +365,6 @@ def test_watch_grades_what_arrives_and_stops_cleanly_on_ctrl_c(tmp_path):
     assert proc.returncode == 0, err[-3000:]
     assert "stopped watching" in err and "stopped: 1 notebook not graded this time" in err, err[-3000:]
     assert not list(course.rglob("*.tmp")), "a file was left half-written"
-    assert rows(course) == {"alice": "5", "bob": "5"}
+    assert rows(course) == {"alice": "3", "bob": "3"}
     assert not (course / "autograded" / "carol" / ASSIGNMENT / f"{NB1.removesuffix('.ipynb')}.result.json").exists()
-    assert "bob: 5/7" in out and "alice: 5/7" in out
+    assert "bob: 3/5" in out and "alice: 3/5" in out

@@ -4,8 +4,9 @@ Each earns exactly what its answers honestly earn and draws its report line; no 
 the course or the gradebook; nothing a student controls reaches the instructor's terminal, a feedback page or
 a CSV file unescaped.
 
-The corpus uses notebook 01 (7 points: tensor_bytes 2, float_format_limits 3, weight_memory 2), so that grading
-~85 students stays quick (about 80 s on 2 cores).
+The corpus uses notebook 01 (5 points: tensor_bytes 2, float_format_limits 3), so that grading ~85 students stays
+quick (about 80 s on 2 cores). An attack that needs an answer cell run after tensor_bytes' hidden cases uses
+float_format_limits, the answer after them.
 """
 from __future__ import annotations
 
@@ -31,7 +32,10 @@ pytestmark = pytest.mark.slow
 NB1 = "01_tensors_dtypes.ipynb"
 S1 = NB1.removesuffix(".ipynb")
 REF = sub.reference_answers(NB1)
-TB, FF, WM = "ex01_tensor_bytes", "ex01_float_format", "ex01_weight_memory"
+TB, FF = "ex01_tensor_bytes", "ex01_float_format"
+TB_PTS, FF_PTS = 2, 3
+FULL = TB_PTS + FF_PTS
+VISIBLE = 1.5 + 2  # the points of the visible groups: tensor_bytes' real tensors and edge cases, float_format's two
 BITS = "def tensor_bytes(shape, dtype):\n    return math.prod(shape) * dtype.itemsize * 8\n"
 RIGHT = "math.prod(shape) * dtype.itemsize"
 
@@ -62,10 +66,10 @@ def own_cell_after(gid: str, source: str, nb: nbformat.NotebookNode | None = Non
     return nb
 
 
-MUTATED = ("UNIT_BYTES = {'GB': 10**9}\n"
-           "def weight_memory(n_params, dtype, unit='GB'):\n"
-           "    if unit not in UNIT_BYTES:\n        raise ValueError(unit)\n"
-           "    return n_params * dtype.itemsize / UNIT_BYTES[unit]\n")
+MUTATED = ("BASE = {'radix': 10}\n"
+           "def float_format_limits(exp_bits, mantissa_bits):\n"
+           "    r, bias = float(BASE['radix']), 2 ** (exp_bits - 1) - 1\n"
+           "    return {'max': (2 - r ** -mantissa_bits) * r ** bias, 'tiny': r ** (1 - bias), 'eps': r ** -mantissa_bits}\n")
 
 
 def _without_demos(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -98,49 +102,50 @@ def honest_corpus() -> dict[str, dict]:
         cell.source = (cell.source.replace("(shape: tuple[int, ...], dtype: torch.dtype) -> int:", "(shape, dtype):")
                        .replace("(exp_bits: int, mantissa_bits: int) -> dict[str, float]:", "(exp_bits, mantissa_bits):"))
     return {
-        "print-self-test": one(with_code(after="\nprint(tensor_bytes((2, 3), torch.float32))\nassert tensor_bytes((), torch.int8) == 1\n"), 7),
-        "unit-constant": one(sub.filled(NB1, **{WM: 'GB, GiB = 10**9, 2**30\n'
-                                                    'def weight_memory(n_params, dtype, unit="GB"):\n'
-                                                    '    scale = {"GB": GB, "GiB": GiB}\n'
-                                                    '    if unit not in scale:\n        raise ValueError(unit)\n'
-                                                    '    return n_params * dtype.itemsize / scale[unit]\n'}), 7),
+        "print-self-test": one(with_code(after="\nprint(tensor_bytes((2, 3), torch.float32))\nassert tensor_bytes((), torch.int8) == 1\n"), FULL),
+        "module-constant": one(sub.filled(NB1, **{FF: 'TWO = 2.0\n'
+                                                      'def float_format_limits(exp_bits, mantissa_bits):\n'
+                                                      '    bias = 2 ** (exp_bits - 1) - 1\n'
+                                                      '    return {"max": (TWO - TWO ** -mantissa_bits) * TWO ** bias, '
+                                                      '"tiny": TWO ** (1 - bias), "eps": TWO ** -mantissa_bits}\n'}), FULL),
         "comprehension-over-dtypes": one(sub.filled(NB1, **{TB: "SIZES = {dt: dt.itemsize for dt in (torch.float32, torch.bfloat16)}\n"
                                                                 "def tensor_bytes(shape, dtype):\n"
-                                                                "    return math.prod(shape) * SIZES.get(dtype, dtype.itemsize)\n"}), 7),
+                                                                "    return math.prod(shape) * SIZES.get(dtype, dtype.itemsize)\n"}), FULL),
         "functools-wraps": one(sub.filled(NB1, **{TB: "import functools\ndef as_int(fn):\n    @functools.wraps(fn)\n"
                                                       "    def wrapper(*a):\n        return int(fn(*a))\n    return wrapper\n"
-                                                      f"@as_int\ndef tensor_bytes(shape, dtype):\n    return {RIGHT}\n"}), 7),
+                                                      f"@as_int\ndef tensor_bytes(shape, dtype):\n    return {RIGHT}\n"}), FULL),
         "lru-cache": one(sub.filled(NB1, **{TB: f"import functools\n@functools.lru_cache(maxsize=None)\n"
-                                                f"def tensor_bytes(shape, dtype):\n    return {RIGHT}\n"}), 7),
+                                                f"def tensor_bytes(shape, dtype):\n    return {RIGHT}\n"}), FULL),
         "helper-in-own-cell": one(own_cell_before(TB, "def count(shape):\n    n = 1\n    for s in shape:\n        n *= s\n    return n\n",
-                                                  sub.filled(NB1, **{TB: "def tensor_bytes(shape, dtype):\n    return count(shape) * dtype.itemsize\n"})), 7),
-        "try-import": one(with_code("try:\n    import numpy as np\nexcept ImportError:\n    np = None\n"), 7),
+                                                  sub.filled(NB1, **{TB: "def tensor_bytes(shape, dtype):\n    return count(shape) * dtype.itemsize\n"})), FULL),
+        "try-import": one(with_code("try:\n    import numpy as np\nexcept ImportError:\n    np = None\n"), FULL),
         "helper-named-bias": one(sub.filled(NB1, **{FF: "def bias(e):\n    return 2 ** (e - 1) - 1\n"
                                                         "def float_format_limits(exp_bits, mantissa_bits):\n"
                                                         "    b = bias(exp_bits)\n"
                                                         "    return {'max': float((2 - 2.0 ** -mantissa_bits) * 2.0 ** b), "
-                                                        "'tiny': float(2.0 ** (1 - b)), 'eps': float(2.0 ** -mantissa_bits)}\n"}), 7),
+                                                        "'tiny': float(2.0 ** (1 - b)), 'eps': float(2.0 ** -mantissa_bits)}\n"}), FULL),
         "not-implemented-for-complex": one(tensor_bytes_doing(
-            "if dtype.is_complex:\n    raise NotImplementedError('complex dtypes are not asked for')", RIGHT), 6.5),
-        "lost-metadata-and-hints": one(no_hints, 7, [f"{S1}: nbgrader metadata missing: answers found by what they define"]),
-        "getattr-with-default": one(tensor_bytes_doing("size = getattr(dtype, 'itemsize', 4)", "math.prod(shape) * size"), 7),
-        "grad-mode-off-at-top": one(with_code("torch.set_grad_enabled(True)\n"), 7),
-        "mutated-global": one(own_cell_after(WM, "UNIT_BYTES.update({'GiB': 2**30})\nUNIT_BYTES['GB'] = 10**9\n",
-                                             sub.filled(NB1, **{WM: MUTATED})), 7),
+            "if dtype.is_complex:\n    raise NotImplementedError('complex dtypes are not asked for')", RIGHT), FULL - 0.5),
+        "lost-metadata-and-hints": one(no_hints, FULL, [f"{S1}: nbgrader metadata missing: answers found by what they define"]),
+        "getattr-with-default": one(tensor_bytes_doing("size = getattr(dtype, 'itemsize', 4)", "math.prod(shape) * size"), FULL),
+        "grad-mode-off-at-top": one(with_code("torch.set_grad_enabled(True)\n"), FULL),
+        "mutated-global": one(own_cell_after(FF, "BASE.update({'unit': 1})\nBASE['radix'] = 2\n",
+                                             sub.filled(NB1, **{FF: MUTATED})), FULL),
         "helper-between-answer-and-test": one(own_cell_after(TB, "def count(shape):\n    return math.prod(shape)\n",
-                                                             sub.filled(NB1, **{TB: "def tensor_bytes(shape, dtype):\n    return count(shape) * dtype.itemsize\n"})), 7),
+                                                             sub.filled(NB1, **{TB: "def tensor_bytes(shape, dtype):\n    return count(shape) * dtype.itemsize\n"})), FULL),
         "dataclass": one(sub.filled(NB1, **{TB: "from dataclasses import dataclass\n@dataclass(frozen=True)\nclass Layout:\n"
                                                 "    shape: tuple\n    def numel(self):\n        return math.prod(self.shape)\n"
-                                                "def tensor_bytes(shape, dtype):\n    return Layout(tuple(shape)).numel() * dtype.itemsize\n"}), 7),
-        "lambda": one(sub.filled(NB1, **{TB: f"tensor_bytes = lambda shape, dtype: {RIGHT}\n"}), 7),
-        "reordered-helper-after-use": one(own_cell_after(WM, "def scale_of(unit):\n    return {'GB': 1e9, 'GiB': 2**30}[unit]\n",
-                                                         sub.filled(NB1, **{WM: "def weight_memory(n_params, dtype, unit='GB'):\n"
-                                                                                "    if unit not in ('GB', 'GiB'):\n        raise ValueError(unit)\n"
-                                                                                "    return n_params * dtype.itemsize / scale_of(unit)\n"})), 7),
-        "deleted-demos": one(_without_demos(sub.filled(NB1)), 7),
-        "timed-answer": one(sub.filled(NB1, **{TB: "%%time\n" + REF[TB], WM: "%%capture out\n" + REF[WM]}), 7),
-        "print-own-cell-after-test": one(own_cell_after(f"{TB}_check", "print(tensor_bytes((2, 2), torch.float32))\n"), 7),
-        "large-saved-outputs": one(_with_outputs(sub.filled(NB1), 50 * 2**20), 7),
+                                                "def tensor_bytes(shape, dtype):\n    return Layout(tuple(shape)).numel() * dtype.itemsize\n"}), FULL),
+        "lambda": one(sub.filled(NB1, **{TB: f"tensor_bytes = lambda shape, dtype: {RIGHT}\n"}), FULL),
+        "reordered-helper-after-use": one(own_cell_after(FF, "def bias_of(e):\n    return 2 ** (e - 1) - 1\n",
+                                                         sub.filled(NB1, **{FF: "def float_format_limits(exp_bits, mantissa_bits):\n"
+                                                                                "    b = bias_of(exp_bits)\n"
+                                                                                "    return {'max': (2 - 2.0 ** -mantissa_bits) * 2.0 ** b, "
+                                                                                "'tiny': 2.0 ** (1 - b), 'eps': 2.0 ** -mantissa_bits}\n"})), FULL),
+        "deleted-demos": one(_without_demos(sub.filled(NB1)), FULL),
+        "timed-answer": one(sub.filled(NB1, **{TB: "%%time\n" + REF[TB], FF: "%%capture out\n" + REF[FF]}), FULL),
+        "print-own-cell-after-test": one(own_cell_after(f"{TB}_check", "print(tensor_bytes((2, 2), torch.float32))\n"), FULL),
+        "large-saved-outputs": one(_with_outputs(sub.filled(NB1), 50 * 2**20), FULL),
     }
 
 
@@ -165,13 +170,13 @@ def saved_oddly_corpus(course: Path) -> dict[str, dict]:
             retyped.cells[i] = nbformat.v4.new_markdown_cell(c.source, metadata=c.metadata)
     huge_int = sub.as_text(sub.filled(NB1)).replace('"nbformat": 4', '"nbformat": 4, "x": ' + "9" * 5000, 1)
     return {
-        "correct": one(sub.filled(NB1), 7),
+        "correct": one(sub.filled(NB1), FULL),
         "blank": one(sub.release(NB1), 0, ["blank (nothing attempted): 01_tensors_dtypes"]),
-        "planted-mistake": one(sub.filled(NB1, **{TB: BITS}), 5),
-        "bom": one(sub.with_bom(sub.filled(NB1)), 7),
-        "crlf": one(sub.with_crlf(sub.filled(NB1)), 7),
-        "utf16": one(sub.utf16(sub.filled(NB1)), 7),
-        "nbformat3": one(sub.nbformat3(sub.filled(NB1)), 7),
+        "planted-mistake": one(sub.filled(NB1, **{TB: BITS}), FULL - TB_PTS),
+        "bom": one(sub.with_bom(sub.filled(NB1)), FULL),
+        "crlf": one(sub.with_crlf(sub.filled(NB1)), FULL),
+        "utf16": one(sub.utf16(sub.filled(NB1)), FULL),
+        "nbformat3": one(sub.nbformat3(sub.filled(NB1)), FULL),
         "latin1": one(sub.as_text(sub.filled(NB1)).replace("字节", "\xe9").encode("latin-1", "replace"), 0,
                       [f"{S1}: not UTF-8 text"]),
         "invalid-json": one("{ this is not a notebook", 0, [f"{S1}: not a valid notebook (invalid JSON"]),
@@ -181,44 +186,46 @@ def saved_oddly_corpus(course: Path) -> dict[str, dict]:
         "missing-notebook": {"files": {}, "score": 0, "report": [f"{S1}: notebook missing (0 points)"]},
         "no-assignment-folder": {"files": {}, "folder": False, "score": 0, "report": ["no lec02/ folder: every notebook missing"]},
         "unexpected-files": {"files": {NB1: sub.filled(NB1), "lecture2.py": "raise SystemExit('shadow')\n",
-                                       "data.bin": b"\0" * 1024}, "score": 7,
+                                       "data.bin": b"\0" * 1024}, "score": FULL,
                              "report": ["unexpected files ignored: data.bin, lecture2.py"]},
-        "duplicated-answer": one(duplicated, 5, [f"{S1}: answer cell {TB} appears 2 times (the first one is graded)"]),
-        "unknown-grade-id": one(extra, 7, [f"{S1}: cells with unknown grade_ids ignored: ex01_bonus_check"]),
-        "deleted-test-cells": one(no_tests, 5),
-        "edited-test-cell": one(edited_test, 5),
-        "retyped-cell": one(retyped, 7, [f"{S1}: answer cell {FF} is a markdown cell (run as code)"]),
-        "+formula-name": one(sub.filled(NB1), 7),
-        "edited-locked-cell": one(_edited_units(), 5),
+        "duplicated-answer": one(duplicated, FULL - TB_PTS, [f"{S1}: answer cell {TB} appears 2 times (the first one is graded)"]),
+        "unknown-grade-id": one(extra, FULL, [f"{S1}: cells with unknown grade_ids ignored: ex01_bonus_check"]),
+        "deleted-test-cells": one(no_tests, FULL - TB_PTS),
+        "edited-test-cell": one(edited_test, FULL - TB_PTS),
+        "retyped-cell": one(retyped, FULL, [f"{S1}: answer cell {FF} is a markdown cell (run as code)"]),
+        "+formula-name": one(sub.filled(NB1), FULL),
+        "edited-locked-cell": one(_edited_course_cell(), FULL - FF_PTS),
     }
 
 
-def _edited_units() -> nbformat.NotebookNode:
-    """A student renamed GiB to GIB in a locked course cell and used GIB in their answer."""
-    nb = sub.filled(NB1, **{WM: REF[WM].replace('"GiB": 2**30', '"GiB": GIB')})
+def _edited_course_cell() -> nbformat.NotebookNode:
+    """A student added a helper to a locked course cell (the finfo table's) and used it in their answer."""
+    nb = sub.filled(NB1, **{FF: "def float_format_limits(exp_bits, mantissa_bits):\n    b = bias_of(exp_bits)\n"
+                                "    return {'max': (2 - 2.0 ** -mantissa_bits) * 2.0 ** b, 'tiny': 2.0 ** (1 - b), "
+                                "'eps': 2.0 ** -mantissa_bits}\n"})
     for c in nb.cells:
-        if sub.grade_id(c) == "code-17-units":
-            c.source = c.source.replace("GiB", "GIB")
+        if sub.grade_id(c) == "code-09":
+            c.source = "def bias_of(e):\n    return 2 ** (e - 1) - 1\n\n" + c.source
     return nb
 
 
 def faults_corpus() -> dict[str, dict]:
     return {
-        "infinite-loop": one(tensor_bytes_doing("while True:\n    pass", RIGHT), 5, [f"{S1}: {TB}_check: an answer ran past the time limit"]),
-        # weight_memory's cell runs after tensor_bytes' hidden cases: what it raised is the judge's note, its class too
-        "memory-hog": one(with_code("hog = bytearray(40 * 2**30)\n", gid=WM), 5, [f"{S1}: {WM} raised an error"]),
+        "infinite-loop": one(tensor_bytes_doing("while True:\n    pass", RIGHT), FULL - TB_PTS, [f"{S1}: {TB}_check: an answer ran past the time limit"]),
+        # float_format_limits' cell runs after tensor_bytes' hidden cases: what it raised is the judge's note, its class too
+        "memory-hog": one(with_code("hog = bytearray(40 * 2**30)\n", gid=FF), FULL - FF_PTS, [f"{S1}: {FF} raised an error"]),
         "swallows-timeouts": one(with_code("import time\ndef spin():\n    while True:\n        try:\n            time.sleep(0.5)\n"
-                                           "        except BaseException:\n            pass\nstarted = spin()\n"), 5,
+                                           "        except BaseException:\n            pass\nstarted = spin()\n"), FULL - TB_PTS,
                                  [f"{S1}: {TB} ran past the cell time limit"]),
         "spins-in-answer": one(tensor_bytes_doing("import time\nwhile True:\n    try:\n        time.sleep(0.5)\n"
-                                                  "    except BaseException:\n        pass", RIGHT), 5,
+                                                  "    except BaseException:\n        pass", RIGHT), FULL - TB_PTS,
                                [f"{S1}: {TB}_check: an answer ran past the time limit"]),
-        "segfault-in-answer": one(sub.filled(NB1, **{WM: "import ctypes\ndef weight_memory(n, dtype, unit='GB'):\n"
-                                                          "    ctypes.string_at(0)\n"}), 5,
+        "segfault-in-answer": one(sub.filled(NB1, **{FF: "import ctypes\ndef float_format_limits(e, m):\n"
+                                                          "    ctypes.string_at(0)\n"}), FULL - FF_PTS,
                                   [f"{S1}: your notebook's process was restarted"]),
-        "huge-answer": one(sub.filled(NB1, **{TB: REF[TB] + "# padding\n" * 20_000}), 5, [f"{S1}: answer cell {TB} holds"]),
-        "allocates": one(tensor_bytes_doing("", "torch.empty(shape, dtype=dtype).nbytes"), 6),
-        "memorised": one(tensor_bytes_doing("table = {(3, 4): 48, (2, 3, 5): 60, (1024,): 1024, (): 8}", "table.get(shape, 2**60)"), 6.5),
+        "huge-answer": one(sub.filled(NB1, **{TB: REF[TB] + "# padding\n" * 20_000}), FULL - TB_PTS, [f"{S1}: answer cell {TB} holds"]),
+        "allocates": one(tensor_bytes_doing("", "torch.empty(shape, dtype=dtype).nbytes"), FULL - 1),
+        "memorised": one(tensor_bytes_doing("table = {(3, 4): 48, (2, 3, 5): 60, (1024,): 1024, (): 8}", "table.get(shape, 2**60)"), FULL - 0.5),
     }
 
 
@@ -230,68 +237,68 @@ def attacks_corpus(course: Path) -> dict[str, dict]:
         "frame-reader": one(tensor_bytes_doing(
             "import sys\nframe, seen = sys._getframe(1), []\nwhile frame is not None:\n"
             "    seen += [v for k, v in frame.f_locals.items() if k in ('want', 'measured', 'expected')]\n    frame = frame.f_back",
-            "seen[0] if seen else math.prod(shape) * dtype.itemsize * 8"), 5, ["flagged for review", "imports sys"]),
+            "seen[0] if seen else math.prod(shape) * dtype.itemsize * 8"), FULL - TB_PTS, ["flagged for review", "imports sys"]),
         "gc-search": one(tensor_bytes_doing(
             "import gc\nfound = [o for o in gc.get_objects() if isinstance(o, dict) and 'want' in o]",
-            "found[0]['want'] if found else math.prod(shape) * dtype.itemsize * 8"), 5, ["imports gc"]),
+            "found[0]['want'] if found else math.prod(shape) * dtype.itemsize * 8"), FULL - TB_PTS, ["imports gc"]),
         "proc-mem": one(tensor_bytes_doing(
             "import numpy as np\ntry:\n    np.lib.npyio.DataSource(None).open('/proc/self/mem', 'rb').read(16)\nexcept Exception:\n    pass"),
-            5, ["names the path '/proc/self/mem'"]),
-        "patches-math": one(sub.filled(NB1, **{WM: "math.isclose = lambda *a, **k: True\n"
-                                                  "def weight_memory(n, dtype, unit='GB'):\n    return 0.0\n"}), 5,
+            FULL - TB_PTS, ["names the path '/proc/self/mem'"]),
+        "patches-math": one(sub.filled(NB1, **{FF: "math.isclose = lambda *a, **k: True\n"
+                                                  "def float_format_limits(e, m):\n    return {'max': 0.0, 'tiny': 0.0, 'eps': 0.0}\n"}), FULL - FF_PTS,
                             ["assigns to math.isclose"]),
-        "loop-target-patch": one(sub.filled(NB1, **{WM: "for math.isclose in [lambda *a, **k: True]:\n    pass\n"
-                                                       "def weight_memory(n, dtype, unit='GB'):\n    return 0.0\n"}), 5,
+        "loop-target-patch": one(sub.filled(NB1, **{FF: "for math.isclose in [lambda *a, **k: True]:\n    pass\n"
+                                                       "def float_format_limits(e, m):\n    return {'max': 0.0, 'tiny': 0.0, 'eps': 0.0}\n"}), FULL - FF_PTS,
                                  ["assigns to math.isclose"]),
-        "patches-checks": one(sub.filled(NB1, **{WM: "import lecture2.checks\nlecture2.checks.expect_close = lambda *a, **k: None\n"
-                                                    "def weight_memory(n, dtype, unit='GB'):\n    return 0.0\n"}), 5,
+        "patches-checks": one(sub.filled(NB1, **{FF: "import lecture2.checks\nlecture2.checks.expect_close = lambda *a, **k: None\n"
+                                                    "def float_format_limits(e, m):\n    return {'max': 0.0, 'tiny': 0.0, 'eps': 0.0}\n"}), FULL - FF_PTS,
                               ["imports lecture2.checks"]),
         "range-override": one(sub.filled(NB1, **{TB: "def range(*a):\n    return ()\n"
                                                      "table = {(3, 4): 48, (2, 3, 5): 60, (1024,): 1024, (): 8}\n"
-                                                     "def tensor_bytes(shape, dtype):\n    return table.get(shape, 2**60)\n"}), 6.5),
-        "fake-report": one(tensor_bytes_doing("import lecture2.checks\nwith lecture2.checks.exercise('tensor_bytes'):\n    pass"), 5,
+                                                     "def tensor_bytes(shape, dtype):\n    return table.get(shape, 2**60)\n"}), FULL - 0.5),
+        "fake-report": one(tensor_bytes_doing("import lecture2.checks\nwith lecture2.checks.exercise('tensor_bytes'):\n    pass"), FULL - TB_PTS,
                            ["imports lecture2.checks"]),
         "segfault-after-report": one(with_code("import ctypes, lecture2.checks\n"
                                                "with lecture2.checks.exercise('tensor_bytes', points={'real tensors': 2}) as ex:\n"
-                                               "    with ex.group('real tensors'):\n        pass\n", "\nctypes.string_at(0)\n"), 5,
+                                               "    with ex.group('real tensors'):\n        pass\n", "\nctypes.string_at(0)\n"), FULL - TB_PTS,
                                      [f"{S1}: {TB}: "]),
         "always-equal": one(sub.filled(NB1, **{TB: "class Any(int):\n    def __eq__(self, other):\n        return True\n"
                                                     "    __hash__ = int.__hash__\n\n"
-                                                    "def tensor_bytes(shape, dtype):\n    return Any(0)\n"}), 5,
+                                                    "def tensor_bytes(shape, dtype):\n    return Any(0)\n"}), FULL - TB_PTS,
                             ["defines __eq__"]),
         "prints-points": one(tensor_bytes_doing("print('PRINTED-' + 'BY-THE-STUDENT', shape)\n"
-                                                "print('✅ tensor_bytes: 检查通过 (all checks passed)')"), 5),
+                                                "print('✅ tensor_bytes: 检查通过 (all checks passed)')"), FULL - TB_PTS),
         "reads-solutions": one(tensor_bytes_doing(
-            "try:\n    src = open('../../../solutions/lec02/01_tensors_dtypes.ipynb').read()\nexcept OSError:\n    src = None"), 5),
+            "try:\n    src = open('../../../solutions/lec02/01_tensors_dtypes.ipynb').read()\nexcept OSError:\n    src = None"), FULL - TB_PTS),
         "gradebook-sql": one(with_code("import sqlite3\n", "\ntry:\n    sqlite3.connect('../../../gradebook.db').execute("
-                                       "'UPDATE grade SET manual_score=100')\nexcept Exception:\n    pass\n"), 7),
+                                       "'UPDATE grade SET manual_score=100')\nexcept Exception:\n    pass\n"), FULL),
         "fills-memory-filesystems": one(with_code(
             "def _fill(path):\n    try:\n        with open(path, 'wb') as f:\n            for _ in range(4096):\n"
             "                f.write(b'\\0' * 2**20)\n    except OSError:\n        pass\n"
-            "_fill('/dev/shm/x'); _fill('/tmp/x'); _fill('/dev/x')\n"), 7, ["names the path '/dev/shm/x'"]),
+            "_fill('/dev/shm/x'); _fill('/tmp/x'); _fill('/dev/x')\n"), FULL, ["names the path '/dev/shm/x'"]),
         "escape": one(sub.filled(NB1, **{TB: ESCAPE.format(other=other, gradebook=course / "gradebook.db",
-                                                          checks=ROOT / "lecture2" / "checks.py", course=course)}), 7,
+                                                          checks=ROOT / "lecture2" / "checks.py", course=course)}), FULL,
                       ["flagged for review"]),
         "flooding-reply": one(tensor_bytes_doing(WRITE_REPLY + "os.write(fd, frame(('{\"id\": \"%s\", \"ok\": {\"$set\": [%s]}}' "
                                                  "% (in_flight(), ','.join(str(1 + i * (2**61 - 1)) for i in range(200_000)))).encode()))",
-                                                 RIGHT), 5, [f"{S1}: your notebook's process was restarted", "protocol error"]),
+                                                 RIGHT), FULL - TB_PTS, [f"{S1}: your notebook's process was restarted", "protocol error"]),
         "pre-answers-calls": one(tensor_bytes_doing(WRITE_REPLY + "right = math.prod(shape) * dtype.itemsize\n"
                                                     "os.write(fd, frame({'id': in_flight(), 'ok': right}))\n"
-                                                    "os.write(fd, frame({'id': 'guessed-next', 'ok': right}))", RIGHT), 5,
+                                                    "os.write(fd, frame({'id': 'guessed-next', 'ok': right}))", RIGHT), FULL - TB_PTS,
                                  ["answered out of turn"]),
-        "overflowing-meta-tensor": one(sub.filled(NB1, **{WM: "def weight_memory(n_params, dtype, unit='GB'):\n" + "".join(
+        "overflowing-meta-tensor": one(sub.filled(NB1, **{FF: "def float_format_limits(exp_bits, mantissa_bits):\n" + "".join(
             f"    {line}\n" for line in (WRITE_REPLY + "meta = {'$tensor': {'dtype': 'float32', 'shape': [2**39] * 16, "
                                          "'device': 'meta', 'param': False}}\nos.write(fd, frame({'id': in_flight(), 'ok': meta}))\n"
-                                         "return n_params * dtype.itemsize / {'GB': 1e9, 'GiB': 2**30}[unit]").splitlines())}), 5,
+                                         "return {'max': 1.0, 'tiny': 1.0, 'eps': 1.0}").splitlines())}), FULL - FF_PTS,
                                        ["protocol error"]),
         "prints-every-input": one(sub.filled(NB1, **{TB: "SEEN = []\ndef tensor_bytes(shape, dtype):\n    SEEN.append((shape, dtype))\n"
                                                          f"    return {RIGHT}\n",
-                                                     WM: "import os, sys\nprint('SEEN:', SEEN)\nos.write(2, ('SEEN-ERR:' + repr(SEEN)).encode())\n"
-                                                         "if len(SEEN) > 10:\n    raise ValueError('SEEN-RAISED:' + repr(SEEN))\n" + REF[WM]}), 5,
-                                  [f"{S1}: {WM} raised an error"]),
+                                                     FF: "import os, sys\nprint('SEEN:', SEEN)\nos.write(2, ('SEEN-ERR:' + repr(SEEN)).encode())\n"
+                                                         "if len(SEEN) > 10:\n    raise ValueError('SEEN-RAISED:' + repr(SEEN))\n" + REF[FF]}), FULL - FF_PTS,
+                                  [f"{S1}: {FF} raised an error"]),
         "terminal-injection": one(_with_unknown_ids("\x1b[2J\x1b[H\rcorrect: 0/7 — forged\nalice: 7/7 — ok",
                                                     "# 86 / 86\n[click](javascript:alert(1))<script>alert(1)</script>"),
-                                  7, ["unknown grade_ids ignored: \\x1b[2J"]),
+                                  FULL, ["unknown grade_ids ignored: \\x1b[2J"]),
     }
 
 
@@ -303,9 +310,11 @@ LEAKED = re.compile(r"HIDDEN<\[|L_\d")  # "HIDDEN<" + repr(SEEN), "L_" + digits 
 DIGITS = "'_'.join(str(n) for s in SEEN[-20:] for n in s)"
 
 
-def _weight_memory_doing(body: str) -> str:
-    return ("def weight_memory(n_params, dtype, unit='GB'):\n" + "".join(f"    {line}\n" for line in body.splitlines())
-            + "    return n_params * dtype.itemsize / {'GB': 1e9, 'GiB': 2**30}[unit]\n")
+def _float_format_doing(body: str) -> str:
+    """float_format_limits whose body first runs `body`, then returns the right limits."""
+    return ("def float_format_limits(exp_bits, mantissa_bits):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+            + "    b = 2 ** (exp_bits - 1) - 1\n"
+            + "    return {'max': (2 - 2.0 ** -mantissa_bits) * 2.0 ** b, 'tiny': 2.0 ** (1 - b), 'eps': 2.0 ** -mantissa_bits}\n")
 
 
 def turn5_corpus() -> dict[str, dict]:
@@ -321,33 +330,33 @@ def turn5_corpus() -> dict[str, dict]:
     at = next(i for i, c in enumerate(printing.cells) if sub.grade_id(c) == TB)
     printing.cells[at + 1:at + 1] = [nbformat.v4.new_code_cell(f"print({i}, {'x' * 150!r})") for i in range(1900)]
     return {
-        "many-skipped-values": one(json.dumps(skipped), 7),  # 65 s to read before
+        "many-skipped-values": one(json.dumps(skipped), FULL),  # 65 s to read before
         "unterminated-outputs-string": one(unterminated, 0, [f"{S1}: not a valid notebook (invalid JSON"]),  # 60 s
         "slow-to-read": one(slow, 0, [f"{S1}: reading the file took over 3 s", "not graded"]),
-        "magic-dense-own-cell": one(own_cell_after(TB, "\n".join(["!true"] * 500) + "\nHELPER = 1\n"), 7),  # 58 s a read
-        "printing-own-cells": one(printing, 7),  # a 114 MB stored result before
+        "magic-dense-own-cell": one(own_cell_after(TB, "\n".join(["!true"] * 500) + "\nHELPER = 1\n"), FULL),  # 58 s a read
+        "printing-own-cells": one(printing, FULL),  # a 114 MB stored result before
         "exploration-cell": one(own_cell_after(f"{TB}_check", "my_sizes = {dt: tensor_bytes((1024, 1024), dt) "
-                                                              "for dt in (torch.float32, torch.bfloat16)}\n"), 7),
+                                                              "for dt in (torch.float32, torch.bfloat16)}\n"), FULL),
         "course-alias-patch": one(own_cell_after(TB, "import lecture2.answers\nest = lecture2.answers\n"
-                                                     "est.call = None\nlecture2.answers.observe = None\n"), 7),
+                                                     "est.call = None\nlecture2.answers.observe = None\n"), FULL),
         "perf-counter-own-cell": one(own_cell_after(TB, "import time\nclass GraderBug(Exception):\n    pass\n"
-                                                        "time.perf_counter = GraderBug\n"), 7),
+                                                        "time.perf_counter = GraderBug\n"), FULL),
         "perf-counter-answer": one(sub.filled(NB1, **{TB: "import time\nclass GraderBug(Exception):\n    pass\n"
                                                           "def _boom():\n    raise GraderBug('HIDDEN<' + 'x' * 2000)\n"
-                                                          "time.perf_counter = _boom\n" + REF[TB]}), 7,
+                                                          "time.perf_counter = _boom\n" + REF[TB]}), FULL,
                                    ["assigns to time.perf_counter"]),
         "forges-run-reply": one(sub.filled(NB1, **{TB: WRITE_REPLY + "os.write(fd, frame({'id': in_flight(), 'raised': "
                                                         "{'types': ['GraderBug'], 'builtin': 'RuntimeError', "
-                                                        "'message': 'HIDDEN<forged'}}))\n" + REF[TB]}), 5,
+                                                        "'message': 'HIDDEN<forged'}}))\n" + REF[TB]}), FULL - TB_PTS,
                                 [f"{S1}: {TB}: the student's process sent a reply of another kind", "protocol error"]),
-        "exception-class-leak": one(sub.filled(NB1, **{TB: RECORDS, WM: _weight_memory_doing(
-            f"raise type('L_' + {DIGITS}, (ValueError,), {{}})('HIDDEN<' + repr(SEEN))")}), 5),
-        "protocol-error-leak": one(sub.filled(NB1, **{TB: RECORDS, WM: _weight_memory_doing(
+        "exception-class-leak": one(sub.filled(NB1, **{TB: RECORDS, FF: _float_format_doing(
+            f"raise type('L_' + {DIGITS}, (ValueError,), {{}})('HIDDEN<' + repr(SEEN))")}), FULL - FF_PTS),
+        "protocol-error-leak": one(sub.filled(NB1, **{TB: RECORDS, FF: _float_format_doing(
             WRITE_REPLY + f"os.write(fd, frame({{'id': in_flight(), 'ok': {{'$obj': ['L_' + {DIGITS}, {{}}]}}}}))")}),
-                                   5, [f"{S1}: your notebook's process was restarted", "protocol error"]),
-        "got-leak": one(sub.filled(NB1, **{TB: RECORDS, WM: _weight_memory_doing(
-            "if unit == 'GB':\n    return 'HIDDEN<' + repr(SEEN)")}), 5),
-        "judge-memory": one(tensor_bytes_doing("import torch", "torch.zeros((4,) * 11, dtype=torch.int8)"), 5),
+                                   FULL - FF_PTS, [f"{S1}: your notebook's process was restarted", "protocol error"]),
+        "got-leak": one(sub.filled(NB1, **{TB: RECORDS, FF: _float_format_doing(
+            "return 'HIDDEN<' + repr(SEEN)")}), FULL - FF_PTS),
+        "judge-memory": one(tensor_bytes_doing("import torch", "torch.zeros((4,) * 11, dtype=torch.int8)"), FULL - TB_PTS),
     }
 
 
@@ -470,7 +479,7 @@ def test_every_problem_is_named_in_the_report_line_and_honest_work_is_ok(graded)
 
 
 def test_nothing_a_student_wrote_reaches_the_terminal_raw(graded):
-    line = report_line(graded["students"]["terminal-injection"], 7)
+    line = report_line(graded["students"]["terminal-injection"], FULL)
     assert "\x1b" not in line and "\r" not in line and "\n" not in line
 
 
@@ -480,7 +489,7 @@ def test_the_sandbox_kept_the_course_and_other_students_intact(graded):
     assert other_same, "another student's submission was modified"
     assert no_marker, "a detached process of a student survived the sandbox"
     with Gradebook(gradebook.db_url(graded["course"])) as gb:
-        assert gb.find_submission(ASSIGNMENT, "correct").score == 7
+        assert gb.find_submission(ASSIGNMENT, "correct").score == FULL
     nb = nbformat.read(graded["course"] / "autograded" / "escape" / ASSIGNMENT / NB1, as_version=4)
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     for attempt in ("write another submission", "write the gradebook", "write lecture2", "list the course", "network"):
@@ -491,7 +500,7 @@ def test_csv_files_list_every_student_and_neutralise_formulas(graded):
     course, cases = graded["course"], graded["cases"]
     rows = {r["student"]: r for r in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
     assert set(rows) == {("'" + n if n[0] in "=+-@" else n) for n in cases}
-    assert "'+formula-name" in rows and float(rows["'+formula-name"]["total"]) == 7
+    assert "'+formula-name" in rows and float(rows["'+formula-name"]["total"]) == FULL
     for name, case in cases.items():
         assert float(rows[("'" + name if name[0] in "=+-@" else name)]["total"]) == case["score"], name
     for name in ("mistakes.csv", "mistakes_by_student.csv", "notebooks.csv"):
@@ -528,14 +537,14 @@ def test_the_mistakes_table_counts_exactly_who_made_each_mistake(graded):
     assert int(row["students"]) == len(bits) and int(row["attempted"]) >= len(bits)
     assert not any(r["hint_key"] == "not-implemented" for r in rows)
     assert not any(r["student"] == "blank" for r in by_student)
-    for test in (f"{TB}_check", f"{FF}_check", f"{WM}_check"):
+    for test in (f"{TB}_check", f"{FF}_check"):
         assert all(int(r["unattempted"]) >= 1 for r in rows if r["test"] == test)  # the blank student, apart
 
 
 def test_grading_one_student_again_keeps_the_class(graded):
     course, cases = graded["course"], graded["cases"]
     again = classrun.grade_class(course, grading_runtime(), ["planted-mistake"], jobs=1).students
-    assert again[0].total == 5
+    assert again[0].total == FULL - TB_PTS
     rows = {r["student"] for r in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
     assert len(rows) == len(cases)
 
@@ -592,8 +601,8 @@ def test_nothing_printed_after_a_hidden_case_is_handed_back(graded):
 def test_an_edited_locked_cell_is_explained_in_the_feedback(graded):
     page = (graded["course"] / "feedback" / "edited-locked-cell" / ASSIGNMENT / f"{S1}.html").read_text("utf-8")
     text = html.unescape(page)
-    assert "code-17-units" in text and "the course's version ran" in text and "GIB" in text
-    assert "ex01_weight_memory 用到了 (uses) GIB" in text and "NameError" in text
+    assert "code-09" in text and "the course's version ran" in text and "bias_of" in text
+    assert f"{FF} 用到了 (uses) bias_of" in text and "NameError" in text
 
 
 def test_an_own_cell_the_grader_skips_is_named_with_what_it_risks(graded):
@@ -617,8 +626,8 @@ def test_validate_gives_the_score_grading_gives(graded):
     for name, (status, lines) in outcomes.items():
         summary = artifacts.load(course, name)[S1]
         visible = sum(g["points"] for t in summary["tests"] for g in t["groups"] if not g["hidden"])
-        assert status == 0 and lines[0].startswith(f"{S1}: {visible:g}/5 "), (name, visible, lines[0])
-        assert visible == 5, (name, lines)
+        assert status == 0 and lines[0].startswith(f"{S1}: {visible:g}/{VISIBLE:g} "), (name, visible, lines[0])
+        assert visible == VISIBLE, (name, lines)
 
 
 class _Recorded:
@@ -685,7 +694,7 @@ def test_no_hidden_input_reaches_anything_a_student_sees(graded):
         found = {name: m.group() for name, text in _every_file_of(course, student).items()
                  for m in [LEAKED.search(text)] if m}
         assert not found, (student, found)
-        line = report_line(graded["students"][student], 7)
+        line = report_line(graded["students"][student], FULL)
         assert "grader's judge failed" not in line and "GraderBug" not in line, line
 
 

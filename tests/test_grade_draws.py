@@ -8,7 +8,8 @@ import stat
 import pytest
 
 from lecture2 import checks, wire
-from lecture2_grader import draws, judge, pipeline
+from lecture2_grader import draws, pipeline
+from lecture2_grader.judging import judge
 from lecture2_grader.course import load
 
 import submissions as sub
@@ -41,7 +42,7 @@ def test_each_student_and_notebook_draws_from_its_own_secret():
     assert a != draws.student_draw(os.urandom(32), "ana", NB1), "another course draws other cases"
     with checks.drawing_from(a):
         first = [checks.drawn("tensor_bytes: drawn shapes").random() for _ in range(3)]
-        other_label = checks.drawn("weight_memory: drawn sizes").random()
+        other_label = checks.drawn("float_format_limits: more formats").random()
     with checks.drawing_from(b):
         assert checks.drawn("tensor_bytes: drawn shapes").random() != first[0]
     with checks.drawing_from(a):
@@ -66,9 +67,8 @@ def test_the_judge_draws_from_the_jobs_secret(monkeypatch):
     seen = []
     real = checks.drawn
     monkeypatch.setattr(checks, "drawn", lambda label: seen.append((checks._DRAW_SECRET, label)) or real(label))
-    rt = runtime()
     job = {"tests": [{"index": 1, "grade_id": "t", "source": "from lecture2 import checks\nchecks.drawn('x')\n"}],
-           "cells": [], "answer_names": [], "draw": "ab" * 32, "cell_timeout": 30, "kernel": rt.kernel_spec()}
+           "cells": [], "answer_names": [], "draw": "ab" * 32, **runtime().judge_settings()}
     judged = judge.judge(job)
     assert judged.tests[0].status == "ok" and seen == [(bytes.fromhex("ab" * 32), "x")]
 

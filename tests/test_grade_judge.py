@@ -1,4 +1,4 @@
-"""lecture2_grader.judge: does the judge quote only its own words and the values it computed, and is it bounded?"""
+"""lecture2_grader.judging.judge: does the judge quote only its own words and the values it computed, and is it bounded?"""
 from __future__ import annotations
 
 import json
@@ -7,13 +7,15 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
 
 from judging import runtime
 from lecture2 import checks
-from lecture2_grader import judge
-from lecture2_grader.link import WITHHELD
-from lecture2_grader.runtime import GRADER
+from lecture2_grader.judging import judge
+from lecture2_grader.judging.link import WITHHELD
+from lecture2_grader import runtime as limits
+from lecture2_grader.runtime import GRADER, KernelSpec
 
 
 class _Tainted:
@@ -56,7 +58,7 @@ def test_a_grader_failure_is_said_in_the_graders_words_only():
 
 def _judge_process(job: dict, timeout: float = 120) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(GRADER.parent), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-m", "lecture2_grader.judge"], input=json.dumps(job).encode(),
+    done = subprocess.run([sys.executable, "-m", "lecture2_grader.judging.judge"], input=json.dumps(job).encode(),
                           capture_output=True, timeout=timeout, env=env)
     return json.loads(done.stdout)
 
@@ -64,10 +66,8 @@ def _judge_process(job: dict, timeout: float = 120) -> dict:
 def test_the_judge_has_a_memory_limit_of_its_own():
     """A check that allocates past the judge's memory limit fails with MemoryError in the judge (its test cell's
     error), instead of taking the grading machine's memory."""
-    rt = runtime()
     job = {"tests": [{"index": 1, "grade_id": "t", "source": "x = bytearray(3 * 2**30)\n"}], "cells": [],
-           "answer_names": [], "cell_timeout": 30, "kernel": rt.kernel_spec(), "judge_memory": 512 * 2**20,
-           "threads": None}
+           "answer_names": [], **runtime().judge_settings(), "judge_memory": 512 * 2**20, "threads": None}
     results = _judge_process(job)
     assert results["tests"][0]["status"] == "error" and results["tests"][0]["error"]["ename"] == "MemoryError"
 
@@ -123,3 +123,26 @@ def test_a_check_cells_own_error_names_no_class_of_the_students_after_a_hidden_c
         before, after = judge._error(err, "<cell>", None, False), judge._error(err, "<cell>", None, True)
     assert before["ename"] == "L_83_12_7" and "HIDDEN" in before["message"]
     assert after["ename"] == "ValueError" and after["message"] == WITHHELD
+
+
+def test_the_judges_job_carries_every_limit_of_the_students_process():
+    """Runtime makes the KernelSpec with each of runtime.py's limits; it crosses as JSON and is read back whole, and a
+    spec without one of its limits (a job of another grader's code) is refused, never filled in with a default."""
+    rt = runtime()
+    rt.cell_timeout = 17.0
+    spec = rt.kernel_spec()
+    assert (spec.cell_timeout, spec.start_timeout, spec.replay_timeout, spec.max_starts, spec.max_total_starts) == (
+        17.0, limits.START_SECONDS, limits.REPLAY_SECONDS, limits.STARTS_PER_TEST_CELL, limits.STARTS_PER_NOTEBOOK)
+    assert spec.limits.threads == rt.threads and str(limits.KERNEL) in spec.binds
+    assert KernelSpec.from_json(json.loads(json.dumps(rt.judge_settings()["kernel"]))) == spec
+    for key in ("cell_timeout", "start_timeout", "replay_timeout", "max_starts", "max_total_starts", "limits"):
+        data = spec.to_json()
+        del data[key]
+        with pytest.raises(ValueError):
+            KernelSpec.from_json(data)
+    data = spec.to_json()
+    del data["limits"]["memory"]
+    with pytest.raises(ValueError):
+        KernelSpec.from_json(data)
+    with pytest.raises(ValueError):
+        KernelSpec.from_json({**spec.to_json(), "cell_timeout": float("nan")})

@@ -1,14 +1,16 @@
-"""lecture2_grader.link and .kernel: the judge's wire to a student's process, whatever that process does."""
+"""lecture2_grader.judging.link and .kernel: the judge's wire to a student's process, whatever that process does."""
 from __future__ import annotations
 
+import os
 import time
+from dataclasses import replace
 
 import pytest
 import torch  # noqa: F401  a judge's process holds torch (preload.py): tensors that come back decode only there
 
 from judging import runtime
 from lecture2 import answers
-from lecture2_grader.link import KernelLink, KernelSpec
+from lecture2_grader.judging.link import KernelLink
 
 pytestmark = pytest.mark.slow
 
@@ -94,12 +96,9 @@ def tensor():
 
 @pytest.fixture
 def link():
-    rt = runtime(sandboxed=False, threads=1)
-    spec = rt.kernel_spec()
-    link = KernelLink(KernelSpec(binds=spec["binds"], limits=rt.limits, sandboxed=False, mpl_cache=spec["mpl_cache"],
-                                 cell_timeout=30, start_timeout=120, max_starts=3))
-    link.deadline = time.monotonic() + 120
-    statuses = link.run_cells([{"index": 0, "at": 0.0, "kind": "answer", "grade_id": None, "source": CELL}], 60)
+    link = KernelLink(replace(runtime(sandboxed=False, threads=1).kernel_spec(), cell_timeout=30))
+    link.begin_test_cell(120)
+    statuses = link.run_cells([{"index": 0, "at": 0.0, "kind": "answer", "grade_id": None, "source": CELL}])
     assert statuses[0]["status"] == "ok", statuses
     yield link
     link.close()
@@ -138,17 +137,26 @@ def test_what_the_answer_prints_never_reaches_the_wire(link):
 
 
 def test_a_slow_answer_times_out_and_one_that_ignores_its_alarm_is_replaced(link):
-    link.deadline = time.monotonic() + 2
+    link.begin_test_cell(2)
     with pytest.raises(answers.AnswerTimeout):
         remote(link, "sleeps")(30)  # the process's own alarm: it says so and lives on
-    link.deadline = time.monotonic() + 120
+    link.begin_test_cell(120)
     assert remote(link, "add")(1, 2) == 3 and link.events.starts == 1
-    link.deadline = time.monotonic() + 2
+    link.begin_test_cell(2)
     with pytest.raises(answers.AnswerTimeout):
         remote(link, "spins")()  # swallows its alarm: the judge gives up on it
-    link.deadline = time.monotonic() + 120
+    link.begin_test_cell(120)
     assert remote(link, "add")(1, 2) == 3  # the cells ran again in a new process
     assert link.events.starts == 2 and "did not return" in link.events.deaths[0]
+
+
+def test_a_request_without_its_time_limit_is_refused(link):
+    """Every request of the judge's says how long it may take (KernelSpec's limits): the student's process refuses one
+    that does not, as it refuses bytes outside the wire's grammar (it exits, status 3)."""
+    from lecture2 import wire
+
+    os.write(link._req, wire.pack({"op": "call", "name": "add", "args": [1, 2], "kwargs": {"$d": []}, "id": "x"}))
+    assert link._run.proc.wait(30) == 3
 
 
 def test_a_process_that_dies_costs_its_call_only(link):
@@ -168,7 +176,7 @@ def test_a_new_process_starts_on_the_graders_time_not_the_test_cells(link, monke
         real(self)
         time.sleep(2)  # a start and a replay under load
     monkeypatch.setattr(KernelLink, "_start", slow_start)
-    link.deadline = time.monotonic() + 1
+    link.begin_test_cell(1)
     assert remote(link, "add")(2, 2) == 4 and link.events.starts == 2
 
 
@@ -197,13 +205,13 @@ def test_a_reply_written_before_its_call_is_never_taken(link):
         remote(link, "add")(20, 30)
     assert remote(link, "add")(2, 3) == 5
     status = link.run_cells([{"index": 1, "at": 1.0, "kind": "answer", "grade_id": None,
-                              "source": "def mul(a, b):\n    return a * b\n"}], 30)[0]
+                              "source": "def mul(a, b):\n    return a * b\n"}])[0]
     assert status["status"] == "ok" and remote(link, "mul")(6, 7) == 42
     # the call in flight answered early (its id read off the stack): the kernel's own reply is then stale, and the
     # next cell runs in a new process rather than reading it
     assert remote(link, "answers_early")(reply_fd(link)) == 777
     status = link.run_cells([{"index": 2, "at": 2.0, "kind": "answer", "grade_id": None,
-                              "source": "def sub(a, b):\n    return a - b\n"}], 30)[0]
+                              "source": "def sub(a, b):\n    return a - b\n"}])[0]
     assert status["status"] == "ok" and remote(link, "sub")(9, 2) == 7 and remote(link, "mul")(2, 2) == 4
 
 
@@ -217,14 +225,14 @@ def test_a_reply_to_a_run_request_is_its_cells_statuses_or_a_protocol_error_of_t
     time.perf_counter and the judge failed with the student's text as its own), or with statuses outside the
     decoder's grammar (a bare NaN, 40 levels deep): that cell is not run, its process replaced, never a grader
     failure and never the student's words."""
-    status = link.run_cells([_cell(f"forge_run_reply({reply_fd(link)}, {kind!r})")], 30)[0]
+    status = link.run_cells([_cell(f"forge_run_reply({reply_fd(link)}, {kind!r})")])[0]
     assert status["status"] == "not run" and "protocol error" in status["message"], status
     assert "SECRET-X" not in str(status) and "GraderBug" not in str(status)
     assert remote(link, "add")(1, 1) == 2, "a new process runs the cells again and answers"
 
 
 def test_a_cells_seconds_are_the_judges_own_measure(link):
-    status = link.run_cells([_cell("import time\ntime.perf_counter = lambda: 5000.0\nx = 1")], 30)[0]
+    status = link.run_cells([_cell("import time\ntime.perf_counter = lambda: 5000.0\nx = 1")])[0]
     assert status["status"] == "ok" and status["seconds"] < 30, status
     assert remote(link, "add")(2, 2) == 4, "the kernel's own clock was not the one replaced"
 
@@ -233,13 +241,13 @@ def test_after_a_hidden_case_nothing_the_process_says_is_kept(link):
     """Once the process has received a hidden case (link.tainted), what a protocol error quoted of its reply and what a
     cell raised or printed are replaced by the judge's fixed note; a new process is clean. (An answer's exception
     still reaches the check, which may name the usual mistake by it: judge.Sink keeps nothing else of the group.)"""
-    from lecture2_grader.link import TAINTED_DETAIL
+    from lecture2_grader.judging.link import TAINTED_DETAIL
 
     link.tainted = True
     with pytest.raises(ValueError) as err:
         remote(link, "leak_class")("secret42")
     assert type(err.value).__name__ == "L_secret42", "the check sees the answer's exception"
-    status = link.run_cells([_cell("raise type('L_secret42', (ValueError,), {})('secret42')")], 30)[0]
+    status = link.run_cells([_cell("raise type('L_secret42', (ValueError,), {})('secret42')")])[0]
     assert status["status"] == "error" and "secret42" not in str(status) and status["ename"] == ""
     with pytest.raises(answers.AnswerUnavailable) as err:
         remote(link, "leak_malformed")(reply_fd(link), "secret42")
@@ -274,7 +282,7 @@ def test_after_too_many_deaths_the_checks_left_are_not_run(link):
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from lecture2_grader.link import _clean_statuses  # noqa: E402
+from lecture2_grader.judging.link import _clean_statuses  # noqa: E402
 
 anything = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
                         lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),

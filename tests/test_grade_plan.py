@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from conftest import RELEASE, SOLUTIONS
-from judging import reference_answers
-from lecture2_grader import course, plan
+from submissions import reference_answers
+from lecture2_grader import course, owncells, plan
 from lecture2_grader.submission import Answers, StudentCell
 
 NAME = "03_modules.ipynb"
@@ -26,8 +26,8 @@ def test_the_students_process_runs_the_answers_and_only_the_cells_they_need():
 
 
 def test_a_demo_runs_for_the_globals_an_answer_reads_not_for_its_parameters_and_locals():
-    """Notebook 10's 4-process demo defines `n` and `stage` as loop variables; answers with parameters of those
-    names do not need it (it ran for every student, 9 s a notebook). A function that reads a demo's global
+    """Notebook 10's process-group demos define `n` and `stage` as loop variables; answers with parameters of those
+    names do not need them (they ran for every student, 9 s a notebook). A function that reads a demo's global
     (`GiB` here) still runs the cell that defines it, and so do a comprehension's, a class body's and a
     default value's reads."""
     assert plan.reads("def f(n, stage):\n    k = n * stage\n    return [k * i for i in range(n)]\n") == set()
@@ -40,22 +40,22 @@ def test_a_demo_runs_for_the_globals_an_answer_reads_not_for_its_parameters_and_
     ran = [c for c in nb10.cells if c.kind == "code" and c.index in {e["index"] for e in p.cells}]
     assert [c.index for c in ran] == [nb10.cells[1].index] and "import" in ran[0].source, [c.source[:80] for c in ran]
     answers = reference_answers("10_sharding.ipynb")
-    answers["ex10_min_gpus"] += "\ndef _uses_demo():\n    return BIG_VOCAB\n"
+    answers["ex10_comm_bytes"] += "\ndef _uses_demo():\n    return BIG_VOCAB\n"
     p = plan.kernel_plan(nb10, Answers(sources=answers))
     assert any("BIG_VOCAB = " in c["source"] for c in p.cells if c["kind"] == "code")
 
 
 def test_dynamic_reads_run_every_instructor_cell():
     answers = reference_answers(NAME)
-    answers["ex03_block_params"] = "def block_params(*a):\n    return globals()['x']\n"
+    answers["ex03_gpt_params"] = "def gpt_params(*a):\n    return globals()['x']\n"
     p = plan.kernel_plan(NB, Answers(sources=answers))
     assert p.everything and {c.index for c in NB.cells if c.kind == "code"} <= {c["index"] for c in p.cells}
 
 
 def _own_plan(answer_source: str, *own_sources: str) -> plan.KernelPlan:
-    """Notebook 03's plan with block_params's answer `answer_source` and own cells after it."""
+    """Notebook 03's plan with gpt_params's answer `answer_source` and own cells after it."""
     answers = reference_answers(NAME)
-    answers["ex03_block_params"] = answer_source
+    answers["ex03_gpt_params"] = answer_source
     own = [StudentCell(5 + k, k, source) for k, source in enumerate(own_sources)]
     return plan.kernel_plan(NB, Answers(sources=answers, own_cells=own))
 
@@ -64,7 +64,7 @@ def _ran(p: plan.KernelPlan) -> list[str]:
     return [c["source"] for c in p.cells if c["kind"] == "own"]
 
 
-READS_HELPER = "def block_params(*a):\n    return helper(GiB)\n"
+READS_HELPER = "def gpt_params(*a):\n    return helper(GiB)\n"
 
 
 def test_own_cells_run_when_an_answer_needs_them_and_they_only_define_things():
@@ -88,7 +88,7 @@ def test_an_own_cell_nothing_needs_is_named_and_not_run():
 
 
 def test_an_own_cell_runs_when_an_own_cell_that_runs_needs_it():
-    p = _own_plan("def block_params(*a):\n    return outer()\n", "def inner():\n    return 1",
+    p = _own_plan("def gpt_params(*a):\n    return outer()\n", "def inner():\n    return 1",
                   "def outer():\n    return inner()", "def spare():\n    return 2")
     assert _ran(p) == ["def inner():\n    return 1", "def outer():\n    return inner()"]
 
@@ -107,14 +107,14 @@ def test_own_cells_that_could_change_the_course_do_not_run_however_they_are_writ
     attribute set on anything imported, names bound inside a function, code run by a decorator, a default value, a
     class body, a metaclass or a base class's hook, a module a cell could have written. Each is named with what it
     does."""
-    kinds = plan.student_names(["def block_params(*a):\n    cfg = 1\n    return cfg\n", "def train_step():\n    pass"])
+    kinds = owncells.student_names(["def gpt_params(*a):\n    cfg = 1\n    return cfg\n", "def train_step():\n    pass"])
     cases = {
         "losses = [train_step() for _ in range(10**6)]": "train_step",
         "est = lecture2.estimate\nest.SECONDS_PER_DAY = 1": "lecture2.estimate",
         "import lecture2.estimate as est\nalias = est": "est",
         "import lecture2.answers\nlecture2.answers.instruments_off = lambda *a: None": "lecture2.answers.instruments_off",
         "from lecture2 import answers\nanswers.instruments_off = None": "answers.instruments_off",
-        "cfg.x = 1": "cfg.x",  # cfg is a local of block_params, not theirs
+        "cfg.x = 1": "cfg.x",  # cfg is a local of gpt_params, not theirs
         "def patch(f):\n    return f\n@patch\ndef g():\n    pass": "@patch",
         "def g(x=train_step()):\n    pass": "train_step",
         "class K:\n    lecture2.estimate.SECONDS_PER_DAY = 1": "K",
@@ -126,7 +126,7 @@ def test_own_cells_that_could_change_the_course_do_not_run_however_they_are_writ
         "with open('/tmp/x') as f:\n    pass": "with",
     }
     for source, named in cases.items():
-        verdict = plan.own_cell(source, kinds)
+        verdict = owncells.own_cell(source, kinds)
         assert not verdict.runs and named in verdict.doing, (source, verdict)
 
 
@@ -134,7 +134,7 @@ def test_the_own_cell_rule_is_one_a_student_can_predict():
     """Does a change of the student's own objects run however it is written (a method call, an item assignment, an
     augmented assignment, an attribute of their function or class), and is anything else named with what it does
     and the names it touches?"""
-    kinds = plan.student_names(["RECIPES = {'a': 1}\ncache = {}\nclass Config:\n    pass\ncfg = Config()\nN = 3"])
+    kinds = owncells.student_names(["RECIPES = {'a': 1}\ncache = {}\nclass Config:\n    pass\ncfg = Config()\nN = 3"])
     runs = ["RECIPES.update({'b': 2})", "RECIPES['c'] = 3", "RECIPES |= {'d': 4}", "cache.clear()",
             "Config.layers = 4", "N += 1", "del RECIPES['a']", "mine = []\nmine.append(1)",
             "%%time\nRECIPES.setdefault('e', 5)", "if True:\n    RECIPES.pop('a', None)",
@@ -142,15 +142,15 @@ def test_the_own_cell_rule_is_one_a_student_can_predict():
             "from dataclasses import dataclass\n@dataclass(frozen=True)\nclass P:\n    x: int = 1\n    def area(self):\n        return self.x",
             "DTYPES = (torch.float32, torch.bfloat16)\nGiB = 2**30\nscale = lambda u: {'GB': 1e9, 'GiB': GiB}[u]"]
     for source in runs:
-        assert plan.own_cell(source, kinds).runs, source
+        assert owncells.own_cell(source, kinds).runs, source
     skipped = {"print(RECIPES)": "print", "torch.manual_seed(0)": "torch.manual_seed", "math.pi = 3": "math",
                "for k in RECIPES:\n    pass": "for", "plt.rcParams['figure.dpi'] = 80": "plt",
                "GiB = 2**30\nGiB_table.update(x=1)": "GiB_table.update",
                "cfg.layers = 4": "cfg.layers", "x = cfg.width": "cfg"}  # cfg was made by a call: its class is theirs
     for source, named in skipped.items():
-        verdict = plan.own_cell(source, kinds)
+        verdict = owncells.own_cell(source, kinds)
         assert not verdict.runs and named in verdict.doing, (source, verdict)
-    assert "RECIPES" in plan.own_cell("RECIPES['z'] = 1\nprint(RECIPES)", kinds).touches
+    assert "RECIPES" in owncells.own_cell("RECIPES['z'] = 1\nprint(RECIPES)", kinds).touches
 
 
 def test_an_own_cell_that_runs_is_scanned_like_an_answer(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from conftest import ROOT
 from judging import runtime
 from lecture2 import answers
 from lecture2_grader import sandbox
-from lecture2_grader.link import KernelLink, KernelSpec
+from lecture2_grader.judging.link import KernelLink
 
 pytestmark = pytest.mark.slow
 
@@ -25,12 +26,10 @@ if shutil.which("bwrap") is None and not os.environ.get("LECTURE2_SANDBOX_REQUIR
 
 def sandboxed(source: str, memory: int = 3 * 2**30, timeout: float = 60) -> KernelLink:
     """A sandboxed student's process that has run `source`; its function `probe()` reports what it saw."""
-    rt = runtime(sandboxed=True, threads=1)
-    spec = rt.kernel_spec()
-    link = KernelLink(KernelSpec(binds=spec["binds"], limits=sandbox.Limits(memory=memory, threads=1), sandboxed=True,
-                                 mpl_cache=spec["mpl_cache"], cell_timeout=timeout, start_timeout=120, max_starts=1))
-    link.deadline = time.monotonic() + 180
-    status = link.run_cells([{"index": 0, "at": 0.0, "kind": "answer", "grade_id": None, "source": source}], timeout)
+    spec = runtime(sandboxed=True, threads=1).kernel_spec()
+    link = KernelLink(replace(spec, limits=sandbox.Limits(memory=memory, threads=1), cell_timeout=timeout, max_starts=1))
+    link.begin_test_cell(180)
+    status = link.run_cells([{"index": 0, "at": 0.0, "kind": "answer", "grade_id": None, "source": source}])
     assert status[0]["status"] == "ok", status
     return link
 
@@ -39,7 +38,7 @@ WALLS = f'''
 import os, socket, subprocess
 def probe():
     seen = {{"uid": os.getuid(), "cwd": os.getcwd(),
-            "solutions": os.path.exists({str(ROOT / "solutions")!r}), "grader": os.path.exists({str(ROOT / "lecture2_grader" / "judge.py")!r}),
+            "solutions": os.path.exists({str(ROOT / "solutions")!r}), "grader": os.path.exists({str(ROOT / "lecture2_grader" / "judging" / "judge.py")!r}),
             "home course": sorted(os.listdir({str(ROOT)!r})) if os.path.isdir({str(ROOT)!r}) else None}}
     for path in ("/tmp/mine.txt", "work.txt", "/dev/mine", "/dev/shm/mine", {str(ROOT / "lecture2" / "x.py")!r}, "/usr/x",
                  {str(ROOT / "gradebook.db")!r}, "/mine", {str(ROOT / "mine")!r}):
@@ -136,7 +135,7 @@ def children(n, mib):
         assert answers.Remote("hog", link)() == "MemoryError"
         if sandbox.make_cgroup(sandbox.Limits()) is None:
             pytest.skip("no cgroups on this machine: each process is bounded, not their sum")
-        link.deadline = time.monotonic() + 60
+        link.begin_test_cell(60)
         try:
             codes = answers.Remote("children", link)(4, 700)
         except answers.AnswerUnavailable:

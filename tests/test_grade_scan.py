@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from judging import reference_answers
+from submissions import reference_answers
 from conftest import notebook_names
 from lecture2_grader.scan import scan
 

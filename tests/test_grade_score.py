@@ -34,7 +34,7 @@ def judged(failing: dict[str, set[str]] | None = None, **extra) -> dict:
 
 def test_every_group_passed_earns_every_point():
     result = score(NB, judged())
-    assert result.score == NB.max_score == 7
+    assert result.score == NB.max_score == 5
     assert all(t.status == "passed" for t in result.tests)
 
 
@@ -69,4 +69,4 @@ def test_points_never_exceed_the_cell_and_weights_are_the_instructors():
 
 def test_the_release_scores_its_visible_groups_only():
     result = score(RELEASED, judged())
-    assert result.score < 7 and result.tests[0].visible_max == 1.5
+    assert result.score < 5 and result.tests[0].visible_max == 1.5

@@ -16,18 +16,18 @@ def test_validate_scores_the_visible_checks_and_says_what_is_flagged(tmp_path):
     """One run: a planted mistake draws its message and hint; an answer with a construct the scan flags still
     scores (it is only mentioned); the file is saved with a BOM and CRLF, as on Windows."""
     nb = sub.filled(NAME, ex01_tensor_bytes=BITS,
-                    ex01_weight_memory="import os\n" + sub.reference_answers(NAME)["ex01_weight_memory"])
+                    ex01_float_format="import os\n" + sub.reference_answers(NAME)["ex01_float_format"])
     path = tmp_path / NAME
     path.write_bytes(sub.with_crlf(nb).replace(b"{", b"\xef\xbb\xbf{", 1))
     status, lines = validate.validate(path, runtime(sandboxed=False))
     text = "\n".join(lines)
     assert status == 0, "a readable notebook exits 0, whatever its score"
-    # float_format_limits and weight_memory pass their visible groups (2 + 1.5); tensor_bytes fails its
-    # visible groups (1.5): 3.5 of the 5 visible points of 01's 7
-    assert text.startswith("01_tensors_dtypes: 3.5/5 分 (points) in the visible checks, of 7 in all"), text
+    # float_format_limits passes its visible groups (2); tensor_bytes fails its visible groups (1.5): 2 of the 3.5
+    # visible points of 01's 5
+    assert text.startswith("01_tensors_dtypes: 2/3.5 分 (points) in the visible checks, of 5 in all"), text
     assert "期望 (expected) 48" in text and "bits" in text, text
     assert "得到 (got) 384" in text and "ratio got/expected = 8" in text, "what came back is shown, with the ratio"
-    assert "flagged for review (scored as usual): ex01_weight_memory line 1: imports os" in text
+    assert "flagged for review (scored as usual): ex01_float_format line 1: imports os" in text
     assert "✅ float_format_limits" in text
 
 
@@ -35,7 +35,7 @@ def test_validate_passes_the_reference_and_refuses_a_stranger(tmp_path):
     path = tmp_path / NAME
     sub.write(sub.filled(NAME), path)
     status, lines = validate.validate(path, runtime(sandboxed=False))
-    assert status == 0 and lines[0].startswith("01_tensors_dtypes: 5/5")
+    assert status == 0 and lines[0].startswith("01_tensors_dtypes: 3.5/3.5")
     other = tmp_path / "notes.ipynb"
     sub.write(sub.filled(NAME), other)
     assert validate.validate(other, runtime(sandboxed=False))[0] == 2

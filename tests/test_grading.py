@@ -51,7 +51,7 @@ def _test_cell_after(name: str, solution_id: str) -> str:
 def graded(course):
     """Submit, autograde, generate feedback and export grades once; return the expected scores."""
     expected = {"correct": {}, "blank": {}, "planted-mistake": {}, "_planted": {}}
-    planted_in = set(notebook_names()[:2] + notebook_names()[-2:-1])  # 01, 02 and 09: the quickest to judge
+    planted_in = {n for n in notebook_names() if n[:2] in ("01", "02", "09")}  # the quickest to judge
     for name in notebook_names():
         points = _points(name)
         total = sum(points.values())

@@ -272,7 +272,7 @@ def test_a_class_on_the_hub_end_to_end():
                     teacher.goto(f"{hub.server(prof)}/formgrader/manage_submissions/{ASSIGNMENT}", timeout=60_000)
                     rows = {n: teacher.locator("#main-table tr", has=teacher.locator("td.student-id", has_text=n))
                             for n in (ana, ben)}
-                    for student, score in ((ana, "2 / 7"), (ben, "0 / 7")):
+                    for student, score in ((ana, "2 / 5"), (ben, "0 / 5")):
                         rows[student].locator("td.status span", has_text="graded").wait_for(timeout=60_000)
                         assert rows[student].locator("td.score").inner_text().strip() == score
                     _shot(teacher, "teacher_formgrader")
@@ -288,7 +288,7 @@ def test_a_class_on_the_hub_end_to_end():
                 history = list((course / "submitted" / ben / "history" / ASSIGNMENT).rglob("*.ipynb"))
                 assert len(history) == 2, history  # both of ben's copies kept
                 lines = {n: next(ln for ln in graded.stdout.splitlines() if ln.startswith(f"{n}:")) for n in (ana, ben)}
-                assert f"{ana}: 2/7" in lines[ana] and f"{ben}: 0/7" in lines[ben], graded.stdout
+                assert f"{ana}: 2/5" in lines[ana] and f"{ben}: 0/5" in lines[ben], graded.stdout
                 assert released.stdout.strip() == f"{ben}: 1 feedback page released (01_tensors_dtypes)", released.stdout
                 grades = (course / "grades.csv").read_text(encoding="utf-8")
                 assert re.search(rf"^{ben},.*\b01 \(\+", grades, re.M) and not re.search(rf"^{ana},.*\(\+", grades, re.M), grades
@@ -303,7 +303,7 @@ def test_a_class_on_the_hub_end_to_end():
         assert BITS.expect in ben_page and BITS.expect not in ana_page
         for page, me, other in ((ana_page, ana, ben), (ben_page, ben, ana)):
             assert other not in page, f"{me}'s feedback shows {other}"
-        assert re.search(r"\b2\s*/\s*7\b", ana_page) and re.search(r"\b0\s*/\s*7\b", ben_page), (ana_page[:500], ben_page[:500])
+        assert re.search(r"\b2\s*/\s*5\b", ana_page) and re.search(r"\b0\s*/\s*5\b", ben_page), (ana_page[:500], ben_page[:500])
     finally:
         stopped = stop_hub(hub)
         print("[hub timing]", {k: round(v, 1) for k, v in TIMES.items()})

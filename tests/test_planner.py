@@ -393,10 +393,10 @@ def test_costs_are_cached_on_what_they_depend_on():
     assert step.usable_memory(RUN) == pytest.approx(85.5e9 - 616 * 2**20, rel=1e-2)
 
 
-def test_notebook_10_says_what_its_code_shows():
-    """Finding 6: notebook 10 no longer says SP sends "the same bytes" (its code shows +25%), nor that TP traffic is
-    independent of the model's size (it grows with d)."""
-    text = (ROOT / "solutions" / "lec02" / "10_sharding.ipynb").read_text()
+def test_the_tensor_parallel_notebook_says_what_its_code_shows():
+    """Finding 6: notebook 11 (tensor parallelism, once notebook 10's) no longer says SP sends "the same bytes" (its
+    code shows +25%), nor that TP traffic is independent of the model's size (it grows with d)."""
+    text = (ROOT / "solutions" / "lec02" / "11_parallel_plans.ipynb").read_text()
     assert "字节一样多，激活值全部变成 1/t" not in text and "和模型大小无关" not in text
     assert "多 25%" in text and "随模型的宽度 d 线性增长" in text
 

@@ -7,7 +7,9 @@ from lecture2 import predict
 
 def test_a_number_is_set_beside_the_measurement_with_their_ratio():
     line = predict.line(65504, 65504.0, "fp16 max")
-    assert line.startswith("fp16 max: 预测 (predicted) 6.55e+04") and "测量/预测 (ratio) 1" in line
+    assert line.startswith("fp16 max: 预测 (predicted) 65,504 · 测量 (measured) 65,504") and "测量/预测 (ratio) 1" in line
+    assert "预测 (predicted) 1.001 · 测量 (measured) 1 ·" in predict.line(1.001, 1.0)
+    assert "(measured) 6.722e+09" not in predict.line(None, 6_722_000_000)  # a count shown exactly
     assert "ratio) 0.5" in predict.line(2.0, 1.0)
     assert "∞" in predict.line(0, 3) and "ratio) 1" in predict.line(0, 0.0)
 

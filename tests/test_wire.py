@@ -123,7 +123,7 @@ def test_decoding_stops_at_its_deadline():
 
 def test_limits_hold_for_depth_size_and_digits():
     deep: object = 0
-    for _ in range(wire.MAX_DEPTH + 5):
+    for _ in range(wire.LIMITS.depth + 5):
         deep = [deep]
     with pytest.raises(wire.Malformed):
         wire.decode(deep)
@@ -134,7 +134,7 @@ def test_limits_hold_for_depth_size_and_digits():
         wire.unpack(body(b"[" * 100_000))  # the JSON parser's own recursion: refused, not a crash
     with pytest.raises(wire.Malformed):
         wire.unpack(body(("1" * 5000).encode()))  # more digits than Python converts: refused
-    assert type(wire.roundtrip("x" * (wire.MAX_TEXT + 1))) is wire.Unsupported
+    assert type(wire.roundtrip("x" * (wire.LIMITS.text + 1))) is wire.Unsupported
 
 
 json_values = st.recursive(

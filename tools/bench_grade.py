@@ -39,7 +39,7 @@ from pathlib import Path
 import nbformat
 
 from lecture2_grader import ASSIGNMENT, classrun, gradebook
-from lecture2_grader import launch
+from lecture2_grader.judging import launch
 from lecture2_grader.run.local import LocalExecutor
 from lecture2_grader.runtime import Runtime
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m tools.bundle [--out dist/lecture2-student.zip]     (what `make bundle` runs)
 
-Nothing else goes in but `docs/planning.md` (the planner's formulas, sources and the conformance table notebook 10
+Nothing else goes in but `docs/planning.md` (the planner's formulas, sources and the conformance table notebook 11
 and lecture2.planner's messages cite): no solutions/, no tests (their planted mistakes are answers too), no grading
 artefacts, no tools/. The grader package (lecture2_grader, a package of the distribution) goes in whole: it
 holds no answer and no hidden test, and `make validate` runs its pipeline. The bundle's Makefile sets up and
@@ -166,7 +166,7 @@ STUDENT_JUPYTER_CONFIG = {
     "jupyter-config/labconfig/page_config.json": {"disabledExtensions": {"@jupyter/nbgrader": True}},
 }
 
-# Documents a student's files cite (notebook 10, lecture2.planner's notes): shipped as they are in the course.
+# Documents a student's files cite (notebook 11, lecture2.planner's notes): shipped as they are in the course.
 STUDENT_DOCS = ("docs/planning.md",)
 
 # The packages of the distribution a student's environment installs (pyproject.toml names them).
@@ -216,7 +216,7 @@ def bundle_files() -> dict[str, bytes]:
                 files[str(path.relative_to(ROOT))] = path.read_bytes()
     for path in sorted(release.glob("*.ipynb")):  # the clean copy `make validate` reads the checks from
         files[f".release/{ASSIGNMENT}/{path.name}"] = path.read_bytes()
-    for doc in STUDENT_DOCS:  # what notebook 10 and the planner's messages cite
+    for doc in STUDENT_DOCS:  # what notebook 11 and the planner's messages cite
         files[doc] = (ROOT / doc).read_bytes()
     files["pyproject.toml"] = (ROOT / "pyproject.toml").read_bytes()
     files["environment.yml"] = (ROOT / "environment.yml").read_bytes()

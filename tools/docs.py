@@ -1,5 +1,7 @@
-"""Tables of the docs made from their one home (the notebooks' metadata, the exercise modules' ORACLE dicts):
-docs/grading.md's oracle table, docs/exercises.md's exercise table and the README's short one.
+"""Parts of the docs made from their one home: docs/grading.md's oracle table, docs/exercises.md's exercise table and
+the README's short one (from the notebooks' metadata and the exercise modules' ORACLE dicts); the grader's layers in
+lecture2_grader's docstring and docs/architecture.md (from tests/test_architecture.py's LAYERS, which that test holds
+against the code, and each module's own docstring); docs/writing-checks.md's worked example (notebook 09's cells).
 
     .venv/bin/python -m tools.docs           rewrite the generated parts of docs/*.md in place
     .venv/bin/python -m tools.docs --check   exit 1 if any is stale (tests/test_docs.py runs this)
@@ -10,6 +12,7 @@ else in a page is written by hand.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import pkgutil
 import re
@@ -157,9 +160,86 @@ def readme_exercises() -> str:
     return "\n".join(lines)
 
 
+GRADER = ROOT / "lecture2_grader"
+SUMMARY_CHARACTERS = 160  # of a module's first sentence, its line in docs/architecture.md's table
+
+
+def layers() -> list[tuple[str, set[str]]]:
+    """tests/test_architecture.py's LAYERS, lowest first: (name, the package's top-level modules in it). Read as the
+    literal it is (the test holds it against the code's imports)."""
+    tree = ast.parse((ROOT / "tests" / "test_architecture.py").read_text(encoding="utf-8"))
+    found = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "LAYERS" for t in node.targets))
+    return ast.literal_eval(found)
+
+
+def module_files(module: str) -> list[Path]:
+    """The files of one top-level module of the grader: module.py, or every file of the folder module/."""
+    if (GRADER / module).is_dir():
+        return sorted(p for p in (GRADER / module).rglob("*.py") if "__pycache__" not in p.parts)
+    return [GRADER / f"{module}.py"]
+
+
+def summary(path: Path) -> str:
+    """A module's first sentence (its docstring's), which says what it holds."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    match = re.match(r"(.+?(?<!e\.g)(?<!i\.e)\.)(\s|$)", paragraph)
+    first = match.group(1) if match else paragraph.removesuffix(":") + "."
+    if not first or len(first) > SUMMARY_CHARACTERS:
+        raise SystemExit(f"error: {path.relative_to(ROOT)}: its docstring's first sentence says what the module holds "
+                         f"in at most {SUMMARY_CHARACTERS} characters (docs/architecture.md lists it)")
+    return first
+
+
+def package_layers() -> str:
+    """lecture2_grader's docstring: each layer, top first, and its modules (a folder's with a slash)."""
+    lines = []
+    for name, modules in reversed(layers()):
+        shown = [f"{m}/" if (GRADER / m).is_dir() else m for m in sorted(modules)]
+        lines.append(f"    {name:<28}{', '.join(shown)}")
+    return "\n".join(lines)
+
+
+def architecture_table() -> str:
+    """docs/architecture.md: every module of the grader in its layer, top first, with its first sentence."""
+    rows = ["| layer | module | what it holds |", "|---|---|---|"]
+    for name, modules in reversed(layers()):
+        for module in sorted(modules):
+            for path in module_files(module):
+                rows.append(f"| {name} | `{path.relative_to(GRADER).as_posix()}` | {_cell(summary(path))} |")
+                name = ""
+    return "\n".join(rows)
+
+
+EXAMPLE = ("09_training_cost.ipynb", "ex09_training_cost", "ex09_training_cost_check")  # docs/writing-checks.md's
+
+
+def worked_example() -> str:
+    """docs/writing-checks.md's worked example: the answer cell and the test cell of EXAMPLE, as they are."""
+    sys.path.insert(0, str(ROOT))
+    from lecture2_grader.score import exercise_groups
+
+    name, answer, test = EXAMPLE
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nbformat.read(SOLUTIONS / name, 4).cells}
+    if answer not in cells or test not in cells:
+        raise SystemExit(f"error: {name} has no cell {answer} or {test}: choose another worked example (EXAMPLE)")
+    weights = [w for groups in exercise_groups(cells[test].source).values() for w in groups.values()]
+
+    def block(source: str) -> str:
+        return "   ```python\n" + "\n".join(f"   {line}".rstrip() for line in source.splitlines()) + "\n   ```"
+
+    return (f"1. In `solutions/lec02/{name}`, the answer cell (grade_id `{answer}`):\n\n{block(cells[answer].source)}\n\n"
+            f"   and its test cell (grade_id `{test}`, nbgrader points {cells[test].metadata['nbgrader']['points']:g} = "
+            f"{' + '.join(f'{w:g}' for w in weights)}, its groups' weights):\n\n{block(cells[test].source)}")
+
+
 GENERATED = {"docs/grading.md": {"oracle-table": oracle_table},
              "docs/exercises.md": {"exercise-table": exercise_table, "derivation-table": derivation_table},
-             "README.md": {"exercise-table": readme_exercises}}
+             "README.md": {"exercise-table": readme_exercises},
+             "lecture2_grader/__init__.py": {"layers": package_layers},
+             "docs/architecture.md": {"layers": architecture_table},
+             "docs/writing-checks.md": {"worked-example": worked_example}}
 
 
 def render(text: str, parts: dict) -> str:

@@ -1,4 +1,4 @@
-"""Notebook 01's check cases: tensor_bytes, float_format_limits, weight_memory.
+"""Notebook 01's check cases: tensor_bytes, float_format_limits.
 
 Every answer is reached through lecture2.answers.call (plain data both ways); expected values are measured here
 (a real tensor's nbytes, torch.finfo) or passed in by the test cell.
@@ -80,26 +80,6 @@ def float_format_case(fn, e: int, m: int, want: dict[str, float] | None = None, 
         checks.mistake("bias_off_by_one", (2 - 2.0 ** -m) * _p2(wrong_bias))])
 
 
-def weight_memory_case(fn, n: int, dtype: torch.dtype, unit: str, want_bytes: float) -> None:
-    """fn(n, dtype, unit) against `want_bytes` expressed in `unit` (GB = 1e9 bytes, GiB = 2**30 bytes)."""
-    __tracebackhide__ = True
-    want = want_bytes / (1e9 if unit == "GB" else 2**30)
-    other = want_bytes / (2**30 if unit == "GB" else 1e9)
-    checks.expect_close(answers.call(fn, n, dtype, unit), want, rtol=1e-9, what=f"weight_memory({n:.4g}, {dtype}, {unit!r})",
-                        mistakes=[checks.mistake("gib_for_gb" if unit == "GB" else "gb_for_gib", other),
-                                  checks.mistake("bits_for_bytes", want * 8)])
-
-
-def weight_memory_rejects(fn, unit: str) -> None:
-    """fn(1000, float32, unit) must raise ValueError for a unit other than GB and GiB."""
-    __tracebackhide__ = True
-    try:
-        answers.call(fn, 1000, torch.float32, unit)
-    except ValueError:
-        return
-    checks.fail(f"weight_memory(1000, torch.float32, {unit!r}) 没有 raise ValueError。", "unit_unknown")
-
-
 def allocated_bytes(tensor_maker) -> int:
     """Bytes the CUDA caching allocator was asked for while `tensor_maker()` ran (exact: allocated rounds)."""
     requested = lambda: torch.cuda.memory_stats().get("requested_bytes.all.current", 0)  # noqa: E731
@@ -122,8 +102,4 @@ ORACLE = {
         returns="the dict {max, tiny, eps} it returns for each (exponent bits, mantissa bits)",
         expected="torch.finfo of PyTorch's own dtypes; the IEEE formulas for formats PyTorch lacks (drawn bit counts)",
         tampering="nothing but the returned numbers"),
-    "weight_memory": answers.Oracle(
-        returns="the float it returns; whether it raises ValueError for another unit",
-        expected="nbytes of real tensors of drawn sizes, in GB (10^9) or GiB (2^30)",
-        tampering="nothing but the returned number"),
 }

@@ -1,21 +1,17 @@
-"""Notebook 03's check cases: block_params, gpt_params, RMSNorm.
+"""Notebook 03's check cases: gpt_params, RMSNorm.
 
-Every answer is reached through lecture2.answers (plain data both ways). Three instruments run beside it:
+Every answer is reached through lecture2.answers (plain data both ways). Two instruments run beside it:
 
     watch_parameters(fn, *args)      fn(*args) with a watch on Parameter registration: what it returned and how
                                      many Parameters it registered (building a module to count is refused)
-    gpt_params_alone(fn, config)     the same for gpt_params, with the notebook's block_params replaced by a
-                                     measured stand-in while it runs (exercise 2 is graded on its own)
     observe_rmsnorm(cls, ...)        the student's RMSNorm class instantiated, loaded with a given weight, run
                                      forward (the torch functions it calls recorded) and backward: what it saw
 
-Expected values are computed here, in the judge: `numel` of a real `TransformerBlock` or `GPT` of the same
-configuration (built on the CPU or on the meta device), on CUDA the bytes the allocator is asked for, and for
-RMSNorm `torch.nn.RMSNorm` run here on the same input, weight and output gradient.
+Expected values are computed here, in the judge: `numel` of a real `GPT` of the same configuration (built on the
+meta device), on CUDA the bytes the allocator is asked for, and for RMSNorm `torch.nn.RMSNorm` run here on the
+same input, weight and output gradient.
 """
 from __future__ import annotations
-
-import inspect
 
 import torch
 import torch.nn as nn
@@ -23,7 +19,7 @@ from torch.nn.modules.module import register_module_parameter_registration_hook
 from torch.overrides import TorchFunctionMode
 
 from lecture2 import answers, checks
-from lecture2.models import GPT, GPT2_SMALL, GPTConfig, TransformerBlock  # noqa: F401  (GPT2_SMALL: spec.GPT2_SMALL in test cells)
+from lecture2.models import GPT, GPT2_SMALL, GPTConfig  # noqa: F401  (GPT2_SMALL: spec.GPT2_SMALL in test cells)
 
 checks.register_hints({
     "modules.rms_keepdim": "求均值时用 keepdim=True (mean(dim=-1, keepdim=True))，结果的形状是 (..., 1)，才能和 x 广播 (broadcast)。",
@@ -44,36 +40,6 @@ def watch_parameters(fn, *args) -> dict:
         result = fn(*args)
     finally:
         handle.remove()
-    return {"returned": result, "registered": len(built)}
-
-
-@answers.observer
-def gpt_params_alone(fn, cfg: GPTConfig) -> dict:
-    """fn(cfg) while the name block_params, where fn looks it up (the namespace of the function the student
-    wrote), is a measured stand-in (a block built on the meta device), so that a mistake in exercise 1 does not
-    cost exercise 2's points as well; Parameter registrations outside the stand-in are counted:
-    {"returned": what fn returned, "registered": how many Parameters fn itself registered}."""
-    g, inside, built = getattr(inspect.unwrap(fn), "__globals__", {}), [0], []
-
-    def stand_in(d_model, d_ff=None, bias=False, norm="rms"):
-        inside[0] += 1
-        try:
-            with torch.device("meta"):
-                return sum(p.numel() for p in TransformerBlock(d_model, 1, d_ff, bias, norm).parameters())
-        finally:
-            inside[0] -= 1
-
-    had, saved = "block_params" in g, g.get("block_params")
-    g["block_params"] = stand_in
-    handle = register_module_parameter_registration_hook(lambda m, n, p: None if inside[0] else built.append(n))
-    try:
-        result = fn(cfg)
-    finally:
-        handle.remove()
-        if had:
-            g["block_params"] = saved
-        else:
-            g.pop("block_params", None)
     return {"returned": result, "registered": len(built)}
 
 
@@ -142,12 +108,12 @@ def observe_rmsnorm(cls, d: int, eps: float, weight: torch.Tensor, x: torch.Tens
     return seen
 
 
-# ---- exercises 1 and 2: parameters by formula
+# ---- exercise 1: parameters by formula
 
 
 def _returned(seen: object, what: str):
-    """What the answer returned, from the observation of watch_parameters or gpt_params_alone; building a module
-    to count is refused."""
+    """What the answer returned, from the observation of watch_parameters; building a module to count is
+    refused."""
     __tracebackhide__ = True
     checks.expect(type(seen) is dict and type(seen.get("registered")) is int and "returned" in seen,
                   f"{what}: 检查的观测 (observation) 不完整，得到 {type(seen).__name__}。")
@@ -163,64 +129,36 @@ def _by_formula(fn, *args, what: str):
     return _returned(answers.observe(watch_parameters, fn, *args), what)
 
 
-def block_params_case(fn, d_model: int, d_ff: int | None = None, bias: bool = False, norm: str = "rms", *,
-                      heads: int = 1, on_meta: bool = False) -> None:
-    """fn(d_model, d_ff, bias, norm) against the numel of a real TransformerBlock(d_model, heads, d_ff, bias, norm),
-    built here on the CPU or (on_meta) on the meta device."""
-    __tracebackhide__ = True
-    d = d_model
-    with torch.device("meta" if on_meta else "cpu"):  # live: a real block of this configuration
-        measured = sum(p.numel() for p in TransformerBlock(d, heads, d_ff, bias, norm).parameters())
-    what = f"block_params({d}, d_ff={d_ff}, bias={bias}, norm={norm!r})"
-    got = _by_formula(fn, d, d_ff, bias, norm, what=what)
-    checks.expect_type(got, int, what=what)
-    hidden = 4 * d if d_ff is None else d_ff
-    norm_each = 2 * d if (norm == "layer" and bias) else d
-    mistakes = [checks.mistake("norm_weights", measured - 2 * norm_each),
-                checks.mistake("attention_proj", measured - d * d - (d if bias else 0))]
-    if hidden != 4 * d:
-        mistakes.append(checks.mistake("d_ff_ignored", measured + 2 * d * (4 * d - hidden) + ((4 * d - hidden) if bias else 0)))
-    if bias:
-        mistakes.append(checks.mistake("linear_bias", measured - (3 * d + d + hidden + d)))
-        if norm == "rms":
-            mistakes.append(checks.mistake("rms_norm_bias", measured + 2 * d))
-        else:
-            mistakes.append(checks.mistake("layernorm_bias", measured - 2 * d))
-    terms = {"d (one norm's weight or bias)": d, "d·d (one d×d matrix)": d * d, "d·d_ff (one FFN matrix)": d * hidden,
-             "d_ff (the up projection's bias)": hidden}
-    checks.expect_equal(got, measured, what=what, mistakes=mistakes, terms=terms)
-
-
-def block_params_reference(fn, args: tuple, want: int, source: str) -> None:
-    """fn(*args), by formula, against a reference number `want` from `source` (e.g. the lecture)."""
-    __tracebackhide__ = True
-    what = f"block_params({', '.join(repr(a) for a in args)}) ({source})"
-    checks.expect_equal(_by_formula(fn, *args, what=what), want, what=what)
-
-
-def _gpt_params_alone(fn, cfg: GPTConfig) -> object:
-    """fn(cfg) beside the answer, graded on its own (block_params a measured stand-in while it runs); building a
-    module of its own is refused."""
-    __tracebackhide__ = True
-    return _returned(answers.observe(gpt_params_alone, fn, cfg), "gpt_params")
-
-
 def gpt_params_case(fn, cfg: GPTConfig, name: str, want: int | None = None, source: str | None = None) -> None:
     """fn(cfg) against the numel of GPT(cfg) built here on the meta device (each tied matrix once), and against a
-    reference number `want` from `source` where one is given."""
+    reference number `want` from `source` where one is given. The usual mistakes are named by the count each
+    would give: a part of the model left out or counted twice, in one block (times n_layer) or once."""
     __tracebackhide__ = True
     with torch.device("meta"):  # live: the model built on the meta device, no memory allocated
         measured = sum(p.numel() for p in GPT(cfg).parameters())
-    got = _gpt_params_alone(fn, cfg)
     what = f"gpt_params({name})"
+    got = _by_formula(fn, cfg, what=what)
     checks.expect_type(got, int, what=what)
-    V, T, d = cfg.vocab_size, cfg.block_size, cfg.d_model
+    V, T, d, L = cfg.vocab_size, cfg.block_size, cfg.d_model, cfg.n_layer
+    hidden = 4 * d if cfg.d_ff is None else cfg.d_ff
+    norm_each = 2 * d if (cfg.norm == "layer" and cfg.bias) else d
     mistakes = [checks.mistake("position_embeddings", measured - T * d),
-                checks.mistake("final_norm", measured - d * (2 if (cfg.norm == "layer" and cfg.bias) else 1)),
+                checks.mistake("final_norm", measured - norm_each),
                 checks.mistake("tied_twice" if cfg.tie_embeddings else "untied_head",
-                               measured + V * d if cfg.tie_embeddings else measured - V * d)]
+                               measured + V * d if cfg.tie_embeddings else measured - V * d),
+                checks.mistake("norm_weights", measured - 2 * L * norm_each),
+                checks.mistake("attention_proj", measured - L * (d * d + (d if cfg.bias else 0)))]
+    if hidden != 4 * d:
+        mistakes.append(checks.mistake("d_ff_ignored", measured + L * (2 * d * (4 * d - hidden) + ((4 * d - hidden) if cfg.bias else 0))))
+    if cfg.bias:
+        mistakes.append(checks.mistake("linear_bias", measured - L * (3 * d + d + hidden + d)))
+        if cfg.norm == "rms":
+            mistakes.append(checks.mistake("rms_norm_bias", measured + (2 * L + 1) * d))
+        else:
+            mistakes.append(checks.mistake("layernorm_bias", measured - (2 * L + 1) * d))
     terms = {"V·d (the token embedding / lm_head matrix)": V * d, "T·d (the position embeddings)": T * d,
-             "d (one norm's weight or bias)": d, "L·d (one norm in every block)": cfg.n_layer * d}
+             "d (one norm's weight or bias)": d, "L·d (one norm in every block)": L * d,
+             "L·d·d (one d×d matrix in every block)": L * d * d, "L·d·d_ff (one FFN matrix in every block)": L * d * hidden}
     checks.expect_equal(got, measured, what=what, mistakes=mistakes, terms=terms)
     if want is not None:
         checks.expect_equal(got, want, what=f"{what} ({source})" if source else what)
@@ -238,8 +176,8 @@ def gpt_allocator_case(fn, cfg: GPTConfig) -> None:
     torch.cuda.synchronize()
     asked = requested() - before
     del model
-    got = _gpt_params_alone(fn, cfg)
     what = f"gpt_params({cfg}) x 4 bytes against the bytes the CUDA allocator was asked for"
+    got = _by_formula(fn, cfg, what=what)
     checks.expect_type(got, int, what=what)
     checks.expect_equal(4 * got, asked, what=what)
 
@@ -373,24 +311,16 @@ def rmsnorm_case(cls, shape: tuple[int, ...], dtype: torch.dtype, eps: float, sc
 
 # How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
 ORACLE = {
-    "block_params": answers.Oracle(
-        returns="the int block_params(d_model, d_ff, bias, norm) returns, and how many Parameters it registered "
-                "while it ran (the watch_parameters instrument: a module-registration hook around the call)",
-        expected="numel of a real lecture2.models.TransformerBlock of the same configuration, built here on the CPU "
-                 "or the meta device; the lecture's 12d² + 2d and GPT-2 small's block as reference numbers",
-        tampering="the count is what is graded, and only the right one passes. The rule 'by formula' is watched in "
-                  "the student's process, so an answer that removes the hook there can count a module it builds and "
-                  "pass: it gets the number the exercise asks for and nothing else, and the static scan points to "
-                  "code that rewrites torch or lecture2"),
     "gpt_params": answers.Oracle(
-        returns="the int gpt_params(config) returns, run by the gpt_params_alone instrument with block_params a "
-                "measured stand-in (a block on the meta device, from lecture2.models, which the student has "
-                "anyway), and how many Parameters it registered outside the stand-in",
+        returns="the int gpt_params(config) returns, and how many Parameters it registered while it ran (the "
+                "watch_parameters instrument: a module-registration hook around the call)",
         expected="numel of a real lecture2.models.GPT(config) built here on the meta device (a tied matrix once); "
                  "HuggingFace's counts for GPT-2 small to XL; on CUDA, the bytes the allocator is asked for while a "
                  "real fp32 GPT(config) moves to the GPU, measured here",
-        tampering="as block_params: a removed hook lets a built model be counted, for the number the exercise asks "
-                  "for; the stand-in gives block counts only, never the model's"),
+        tampering="the count is what is graded, and only the right one passes. The rule 'by formula' is watched in "
+                  "the student's process, so an answer that removes the hook there can count a model it builds and "
+                  "pass: it gets the number the exercise asks for and nothing else, and the static scan points to "
+                  "code that rewrites torch or lecture2"),
     "RMSNorm": answers.Oracle(
         returns="what observe_rmsnorm sees of the student's class: its structure (nn.Module or not, a "
                 "torch.nn.RMSNorm subclass or not, state_dict keys, weight kind, shape and initial value, numel), "

@@ -1,4 +1,4 @@
-"""Notebook 10's check cases for the pipeline schedule: pipeline_schedule(p, m, v, stage).
+"""Notebook 11's check cases for the pipeline schedule: pipeline_schedule(p, m, v, stage).
 
 The answer returns {"bubble": the idle share of the pipeline's time, "in_flight": how many micro-batches' worth of the
 stage's activations it holds at its peak} for Megatron's 1F1B (v = 1) and interleaved 1F1B (v virtual stages per
@@ -23,25 +23,26 @@ INSTRUMENTS = answers.CALCULATOR + answers.ENGINE_MODULES
 OFF = answers.OFF
 KEYS = ("bubble", "in_flight")
 
+# Each hint goes from the idea to the formula: what the mistake misses first, the count last.
 checks.register_hints({
-    "pipeline.instrument_off": "这个练习要你自己写公式：检查调用你的函数时，课程的计算器 (lecture2.planner、planning、"
+    "pipeline.instrument_off": "这个练习要你自己推出公式：检查调用你的函数时，课程的计算器 (lecture2.planner、planning、"
                                "estimate ...) 被关掉了，调用它们会出错。",
-    "pipeline.bubble_over_compute": "这是 bubble 相对于计算时间的比例 (p−1)/(v·m)（Narayanan et al. 2021 的 bubble time "
-                                    "fraction）。这里要的是空闲占整个流水线时间的比例：(p−1)/(v·m + p − 1)。",
-    "pipeline.bubble_no_v": "interleaving 把 bubble 缩小到 (p−1)/v 个 micro-batch 时间片：v 个 virtual stage 时，"
-                            "空闲比例是 (p−1)/(v·m + p − 1)，不是 (p−1)/(m + p − 1)。",
-    "pipeline.bubble_units": "分子和分母的时间单位要一致：interleaving 后一个时间片是一个 chunk (1/v 个 micro-batch)，"
-                             "bubble 是 p − 1 个 chunk 时间片，整个流水线是 v·m + p − 1 个。",
-    "pipeline.in_flight_plain": "interleaved 1F1B 的 warm-up 更长：stage s 先做 2(p−s−1) + (v−1)·p 个 chunk 的前向，"
-                                "再加正在算的 1 个，才开始第一个反向 (Megatron 的 get_num_warmup_microbatches)；"
-                                "不是 1F1B 的 p − s 个 micro-batch。",
-    "pipeline.in_flight_uncapped": "一个 stage 最多只有 m 个 micro-batch 的激活值 (v·m 个 chunk)：warm-up 比这还长时，"
-                                   "所有前向都在第一个反向之前做完，要取 min(..., v·m) 个 chunk。",
+    "pipeline.bubble_over_compute": "bubble 要的是空闲占整个流水线时间的比例，分母是整条流水线的时间片 (计算的 + 空着的)，"
+                                    "不只是计算的那些：(p−1)/(v·m + p − 1)，不是 (p−1)/(v·m) (后者是 Narayanan et al. 2021 "
+                                    "的 bubble time fraction，相对于计算时间)。",
+    "pipeline.bubble_no_v": "interleaving 之后一个时间片是一个 chunk (1/v 个 micro-batch 的计算)：计算的时间片变成 v·m 个，"
+                            "空着的仍是 p − 1 个，所以空闲比例是 (p−1)/(v·m + p − 1)，不是 (p−1)/(m + p − 1)。",
+    "pipeline.bubble_units": "分子和分母要用同一种时间片来数：interleaving 后一个时间片是一个 chunk，bubble 是 p − 1 个 chunk "
+                             "时间片，整个流水线是 v·m + p − 1 个。",
+    "pipeline.in_flight_plain": "interleaved 1F1B 的 warm-up 更长：第一个反向之前，stage s 先做 Megatron 的 "
+                                "2(p−s−1) + (v−1)·p 个 chunk 的前向，再加正在算的 1 个；不是 1F1B 的 p − s 个 micro-batch。",
+    "pipeline.in_flight_uncapped": "一个 stage 的激活值不会比它所有的 micro-batch 还多：warm-up 比 m 个 micro-batch (v·m 个 "
+                                   "chunk) 还长时，所有前向都在第一个反向之前做完，要取 min(..., v·m) 个 chunk。",
     "pipeline.in_flight_chunks": "每个 chunk 只有这个 stage 的 1/v 层：在途的 chunk 数要除以 v，才是多少个 micro-batch "
                                  "的（整个 stage 的）激活值。",
-    "pipeline.stage_from_one": "stage 从 0 数起：第一个 stage 是 0，它存的最多（1F1B 下 min(p, m) 个 micro-batch）。",
-    "pipeline.interleaved_at_v1": "v = 1 就是普通的 1F1B：warm-up 是 p − s − 1 个 micro-batch，在途 min(p − s, m) 个；"
-                                  "interleaved 的 2(p − s − 1) 只在 v > 1 时成立。",
+    "pipeline.stage_from_one": "stage 从 0 数起：第一个 stage 是 0，它 warm-up 最长、存的最多（1F1B 下 min(p, m) 个 micro-batch）。",
+    "pipeline.interleaved_at_v1": "v = 1 就是普通的 1F1B：warm-up 是 p − s − 1 个 micro-batch，加上正在算的 1 个，在途 "
+                                  "min(p − s, m) 个；interleaved 的 2(p − s − 1) 只在 v > 1 时成立。",
 })
 
 

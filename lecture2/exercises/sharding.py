@@ -1,4 +1,4 @@
-"""Notebook 10's check cases: bytes_per_rank, comm_bytes_per_step, min_gpus, tp_block_bytes.
+"""The check cases of notebook 10's bytes_per_rank and comm_bytes_per_step, and of notebook 11's tokens_to_hide.
 
 Every answer is reached through lecture2.answers (plain data both ways), always through one instrument:
 
@@ -9,9 +9,8 @@ Every answer is reached through lecture2.answers (plain data both ways), always 
 Expected values are computed in the judge: reference numbers the test cell passes in (with their sources; for
 the drawn cases, the formula written in the cell's hidden region), and, for the live cases, what a live
 torch.distributed group (`LiveGroup`, started here when a check first needs it, never in the student's process)
-measures: the bytes every rank of lecture2.zero holds between steps, the
-collectives one step issues (counted by wrapping torch.distributed), the parameter bytes and the all-reduces of a
-TransformerBlock split Megatron-style by lecture2.parallel. Units: bytes.
+measures: the bytes every rank of lecture2.zero holds between steps, and the collectives one step issues (counted
+by wrapping torch.distributed). Units: bytes, FLOP/s, bytes/s, tokens.
 """
 from __future__ import annotations
 
@@ -25,41 +24,29 @@ SMALL_GPT = distributed.SMALL_GPT  # the course's small GPT, the model of the li
 RECIPE_BYTES = {"fp32_adam": (4, 4, 8), "bf16_mixed_adam": (2, 2, 12), "sgd": (4, 4, 0), "sgd_momentum": (4, 4, 4),
                 "bf16_sgd": (2, 2, 0)}
 PARTS = ("params", "grads", "optimizer")
-STRATEGIES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}  # exercise 2's strategies -> lecture2.zero's stage
+STRATEGIES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}  # the strategies of comm_bytes_per_step, tokens_to_hide -> lecture2.zero's stage
 INSTRUMENTS = answers.CALCULATOR + answers.ENGINE_MODULES
 OFF = answers.OFF  # what an instrument raises while an answer runs
 
+# Each hint goes from the idea to the formula: what the mistake misses first, the rule last.
 checks.register_hints({
-    "sharding.instrument_off": "这个练习要你自己写公式：检查调用你的函数时，课程的计算器和引擎 (lecture2.estimate、planner、"
+    "sharding.instrument_off": "这个练习要你自己推出公式：检查调用你的函数时，课程的计算器和引擎 (lecture2.estimate、planner、"
                                "planning、network、parallel、distributed、zero) 都被关掉了，调用它们会出错。",
-    "sharding.padded_buffer": "ZeRO-1/2/3 的平坦缓冲区补零到 n·⌈N/n⌉ 个元素 (每个 rank 一样大的一片)：没切开的部分 "
-                              "(ZeRO-1 的参数和梯度、ZeRO-2 的参数) 存的是整个补零后的缓冲区，n·⌈N/n⌉ 个，不是 N 个。"
-                              "普通数据并行 (stage 0) 不补零。",
-    "sharding.padded_comm": "ZeRO-1/2/3 的集合通信作用在补零后的平坦缓冲区上：S = n·⌈N/n⌉ 个元素，每次 (n-1)/n·S = "
-                            "(n-1)·⌈N/n⌉ 个元素；只有 DDP 的 all-reduce 作用在 N 个元素上。",
-    "sharding.reduce_dtype": "梯度的集合通信 (all-reduce、reduce-scatter) 在 reduce_bytes (reduce dtype) 上做，参数的 "
-                             "all-gather 在 dtype_bytes 上做：Megatron 和 torchtitan 把 bf16 模型的梯度放在 fp32 里规约。",
+    "sharding.padded_buffer": "集合通信 (reduce-scatter、all-gather) 要求每个 rank 的一片一样大，所以 ZeRO 的平坦缓冲区补零到 "
+                              "n 片：没切开的部分 (ZeRO-1 的参数和梯度、ZeRO-2 的参数) 存的是整个补零后的缓冲区，n·⌈N/n⌉ "
+                              "个元素，不是 N 个。普通数据并行 (stage 0) 不切，也不补零。",
+    "sharding.padded_comm": "ZeRO 的集合通信作用在补零后的平坦缓冲区上 (每片 ⌈N/n⌉ 个元素)：每次每个 rank 发送 n−1 片，"
+                            "即 (n−1)·⌈N/n⌉ 个元素；只有 DDP 的 all-reduce 作用在 N 个元素上。",
+    "sharding.reduce_dtype": "梯度和参数的集合通信可以用不同的 dtype：梯度 (all-reduce、reduce-scatter) 在 reduce_bytes 上做，"
+                             "参数的 all-gather 在 dtype_bytes 上做 (Megatron 和 torchtitan 把 bf16 模型的梯度放在 fp32 里规约)。",
     "sharding.shard_plus_one": "N // n + 1 只在 N 不能被 n 整除时等于 ⌈N/n⌉：能整除时每片多了一个元素。用 math.ceil(N / n) "
                                "或 -(-N // n) 向上取整。",
-    "sharding.comm_divided_twice": "差了 n 倍 (少了)：(n-1)/n · S 已经是每个 rank 发送的那一份，不要再除以 rank 的个数 n。",
-    "sharding.min_gpus_ceil": "GPU 个数要向上取整 (math.ceil)：少一块就放不下。",
-    "sharding.other_bytes": "other_bytes (激活值等) 也占每块 GPU 的显存：没切的部分 + 切开的部分 / n + other_bytes ≤ 显存。",
-    "sharding.ddp_floor": "普通数据并行 (stage 0) 什么都不切：每块 GPU 都存完整的 16N，加卡没用；放不下就返回 None。",
-    "sharding.none_not_inf": "放不下时返回 None (不是 math.inf、0 或 -1)：调用者要能一眼看出\"多少块都不够\"。",
-    "sharding.tp_norms": "两个 RMSNorm 的 weight 不切：它们作用在完整的 d 维向量上，每个 rank 都存完整的一份 (2·d 个参数)。"
-                         "只有 column/row-parallel 的矩阵除以 t。",
-    "sharding.tp_backward": "反向也有两次 all-reduce：column-parallel 层 (QKV、up) 的输入梯度在每个 rank 上只是部分和，"
-                            "要 all-reduce 之后才能传给 RMSNorm (Megatron 的 f 算子)。每个 block 每一步共 4 次。",
-    "sharding.tp_row_only": "只有 row-parallel 层 (proj、down) 的输出要 all-reduce；column-parallel 层 (QKV、up) 的输出本来就是"
-                            "各 rank 自己那几列，接着给本 rank 的 row-parallel 层用，不通信。前向 2 次，反向 2 次。",
-    "sharding.tp_tensor_size": "这里要的是被 all-reduce 的张量本身的字节数 S (每次 tokens·d·dtype_bytes)，不是 ring 算法里"
-                               "每个 rank 发送的 2(t-1)/t·S。",
-    "sharding.tp_row_bias": "row-parallel 层 (proj、down) 的 bias 不切：它在 all-reduce 之后加一次，每个 rank 存完整的 d 个；"
-                            "column-parallel 层 (QKV 的 3d、up 的 d_ff) 的 bias 才切成 t 份。",
-    "sharding.tp_unsharded": "张量并行把每层的四个矩阵切成 t 份：QKV 和 up 按输出 (行) 切，proj 和 down 按输入 (列) 切，"
-                             "每个 rank 存 1/t。",
-    "sharding.tp_per_rank": "要的是一个 rank 的字节数：每个 rank 存自己的 1/t，all-reduce 的张量每个 rank 各有一份完整的 S，"
-                            "不要乘以 t。",
+    "sharding.comm_divided_twice": "差了 n 倍 (少了)：一次 ring 集合通信里每个 rank 发送 n−1 片、每片 S/n，(n−1)/n·S 已经是"
+                                   "一个 rank 的那一份，不要再除以 rank 的个数 n。",
+    "sharding.hide_ratio": "比的是两段时间：每块 GPU 算 b 个 token 要 6N·b / flops_per_s 秒，发送它的字节要 "
+                           "(每参数发送的字节)·N / bus_bytes_per_s 秒；令两者相等解出 b (N 约掉了)。",
+    "sharding.hide_per_gpu": "要的是每块 GPU 的 token 数：每块 GPU 只算自己的 b 个 token、只发自己那份字节，两边都是一个 rank "
+                             "的量，不要乘以 (或除以) rank 的个数。",
 })
 
 
@@ -301,120 +288,66 @@ def comm_live(fn, live: LiveGroup, cases) -> None:
                        f"{'' if reduce_bytes is None else ', 4'})  vs the step's collectives [{listing}]")
 
 
-# ---- exercise 3: the fewest GPUs
+# ---- notebook 11, exercise 1: tokens per GPU that hide the data-parallel traffic
 
 
-def min_gpus_case(fn, n_params: float, stage: int, memory: float, other: float, want: int | None,
-                  what: str | None = None) -> None:
-    """fn(n_params, stage, memory, other) against `want` GPUs (an exact int), or None where no number fits."""
+def hide_case(fn, strategy: str, n_ranks: int, flops_per_s: float, bus_bytes_per_s: float, dtype_bytes: int,
+              reduce_bytes: int | None, want: float, what: str | None = None, rtol: float = 1e-9) -> None:
+    """fn(strategy, n_ranks, flops_per_s, bus_bytes_per_s, dtype_bytes, reduce_bytes) against `want` tokens per
+    GPU (a float, within rtol), naming the usual mistakes by the number each gives."""
     __tracebackhide__ = True
-    what = what or f"min_gpus({n_params:.4g}, {stage}, {memory:.4g}, {other:.3g})"
-    got = _answer(fn, n_params, stage, memory, other, what=what)
-    if want is None:
-        if got is None:
-            return
-        if got == math.inf or (type(got) in (int, float) and got <= 0):
-            checks.fail(f"{what}: 多少块 GPU 都放不下，应返回 None，得到 {checks.shown(got)}", "sharding.none_not_inf")
-        checks.fail(f"{what}: 多少块 GPU 都放不下，应返回 None，得到 {checks.shown(got)}",
-                    "sharding.ddp_floor" if stage == 0 else "replicated_floor")
-    checks.expect(got is not None, f"{what}: 应返回 {want}，得到 None")
-    checks.expect_type(got, int, what=what)
-    wrong = [checks.mistake("sharding.min_gpus_ceil", want - 1)]
-    if stage in (1, 2):  # everything divided by n, as if ZeRO-3
-        wrong.append(checks.mistake("replicated_floor", max(1, math.ceil(16 * n_params / (memory - other)))))
-    if stage == 0 and want == 1:  # DDP divided by n: more than one GPU "needed"
-        wrong.append(checks.mistake("sharding.ddp_floor", max(1, math.ceil(16 * n_params / (memory - other)))))
-    if other:  # the answer's own value with nothing else on the GPU
-        wrong.append(checks.mistake("sharding.other_bytes", _answer(fn, n_params, stage, memory, 0, what=what)))
-    checks.expect_equal(got, want, what=what, mistakes=wrong)
+    what = what or (f"tokens_to_hide({strategy!r}, {n_ranks}, {flops_per_s:.4g}, {bus_bytes_per_s:.4g}, "
+                    f"{dtype_bytes}, {reduce_bytes})")
+    got = _answer(fn, strategy, n_ranks, flops_per_s, bus_bytes_per_s, dtype_bytes, reduce_bytes, what=what)
+    n, p, r = n_ranks, dtype_bytes, reduce_bytes or dtype_bytes
+    per_byte = flops_per_s / (6 * bus_bytes_per_s)  # tokens per byte sent per parameter
+    wrong = [checks.mistake("forward_only", want * 3),  # 2N FLOPs per token (the forward only): 3x the tokens
+             checks.mistake("bits_for_bytes", want * 8), checks.mistake("bits_for_bytes", want / 8),
+             checks.mistake("sharding.hide_per_gpu", want * n), checks.mistake("sharding.hide_per_gpu", want / n)]
+    if n > 1:
+        wrong.append(checks.mistake("ring_n_minus_1", want * n / (n - 1)))
+        if want:
+            wrong.append(checks.mistake("sharding.hide_ratio", 1 / want))
+            wrong.append(checks.mistake("sharding.hide_ratio", want / (6 * per_byte) ** 2))  # bus / flops, not flops / bus
+    if r != p:
+        gradients = 2 if strategy == "ddp" else 1
+        wrong.append(checks.mistake("sharding.reduce_dtype", want - (n - 1) / n * gradients * (r - p) * per_byte))
+    if strategy == "zero3":
+        wrong.append(checks.mistake("allgather_twice", want - (n - 1) / n * p * per_byte))
+    if strategy == "ddp":
+        wrong.append(checks.mistake("allreduce_two_phases", want / 2))
+    if strategy in ("zero1", "zero2"):
+        wrong.append(checks.mistake("zero1_allreduce", (n - 1) / n * (2 * r + p) * per_byte))
+    checks.expect_close(got, want, rtol=rtol, atol=1e-9, what=what, mistakes=wrong)
+    checks.expect_type(got, float, what=what)
 
 
-def held_per_rank(live: LiveGroup, n_ranks: int, recipe: str = "bf16_mixed_adam") -> list[tuple[int, int]]:
-    """(N, the most bytes a rank holds between steps) at ZeRO stages 0-3: the small GPT trained by lecture2.zero
-    on `n_ranks` ranks of the live group."""
-    results = live.run([distributed.Job("textbook", stage=s, recipe=recipe, n_ranks=n_ranks) for s in range(4)])
-    return [(res.ranks[0]["n_params"], max(res.held("total"))) for res in results]
-
-
-def min_gpus_live(fn, held: list[tuple[int, int]], want: list[int], n_ranks: int = 2, other: int = 0) -> None:
-    """For each stage s (0-3), with `held[s]` = (N, bytes a rank of an n_ranks group holds): a GPU of that many
-    bytes plus `other`, `other` bytes of it taken, needs want[s] GPUs; with no `other`, one byte less no longer fits
-    on want[s] GPUs (stage 0: on any number)."""
+def hide_rejects(fn, strategy: str) -> None:
+    """fn(strategy, 8, ...) for an unknown strategy must raise ValueError."""
     __tracebackhide__ = True
-    for stage, ((n_params, nbytes), expected) in enumerate(zip(held, want)):
-        extra = f", other {other:,} B" if other else ""
-        min_gpus_case(fn, n_params, stage, nbytes + other, other, expected,
-                      what=f"min_gpus({n_params:,}, {stage}, {nbytes + other:,} B (measured per rank, n={n_ranks}){extra})")
-        if other:
-            continue
-        what = f"min_gpus({n_params:,}, {stage}, {nbytes - 1:,} B)"
-        fewer = _answer(fn, n_params, stage, nbytes - 1, 0, what=what)
-        checks.expect(fewer is None if stage == 0 else (fewer is not None and fewer > expected),
-                      f"{what}: 比 {n_ranks} 个 rank 实测少一个字节，{expected} 块就放不下了，得到 {fewer!r}")
+    if not _raises_value_error(fn, strategy, 8, 1e15, 4e11, 2, None, what=f"tokens_to_hide({strategy!r}, ...)"):
+        checks.fail(f"tokens_to_hide({strategy!r}, ...) 应该 raise ValueError", "raises_value_error")
 
 
-# ---- exercise 4: tensor parallelism
-
-
-def tp_case(fn, tokens: int, d: int, d_ff: int, t: int, dtype_bytes: int, bias: bool, want: dict,
-            what: str | None = None) -> None:
-    """fn(tokens, d, d_ff, t, dtype_bytes, bias) against `want` {"params", "allreduce"} bytes per rank, each an
-    exact int."""
+def hide_live(fn, live: LiveGroup, cases, flops_per_s: float, bus_bytes_per_s: float) -> None:
+    """Each case (model config, ranks, strategy, recipe[, "float32"]) trained by lecture2.zero on the live group; fn
+    against the tokens per GPU whose 6N FLOPs each at `flops_per_s` last as long as the bytes each rank sends for the
+    collectives its last step issued (counted, converted by the ring model) at `bus_bytes_per_s` (rtol 1e-3: the
+    ZeRO buffers are padded by a few elements)."""
     __tracebackhide__ = True
-    what = what or f"tp_block_bytes({tokens:,}, {d}, {d_ff}, {t}, {dtype_bytes}, bias={bias})"
-    got = _answer(fn, tokens, d, d_ff, t, dtype_bytes, bias, what=what)
-    checks.expect_type(got, dict, what=what)
-    checks.expect(set(got) == {"params", "allreduce"}, f"{what}: 应返回 {{'params', 'allreduce'}} 两个键，得到 {sorted(got)}")
-    p = dtype_bytes
-    norms = 2 * d * p
-    row_bias = 2 * d * p if bias else 0
-    matrices = (4 * d * d + 2 * d * d_ff) * p
-    checks.expect_type(got["params"], int, what=f"{what}['params']")
-    divided = [checks.mistake("sharding.tp_norms", want["params"] - norms + norms // t),
-               checks.mistake("sharding.tp_row_bias", want["params"] - row_bias + row_bias // t)]
-    if bias and got["params"] != want["params"]:
-        # the norms divided by t and the row biases divided by t give the same number (both 2d): the same block
-        # without biases says which; right there, the mistake is in the biases
-        plain = _answer(fn, tokens, d, d_ff, t, dtype_bytes, False, what=what.replace("bias=True", "bias=False"))
-        bias_bytes = p * ((3 * d + d_ff) // t + 2 * d)  # the biases one rank holds
-        if type(plain) is dict and plain.get("params") == want["params"] - bias_bytes:
-            divided.reverse()
-    checks.expect_equal(got["params"], want["params"], what=f"{what}['params']", mistakes=[
-        *divided,
-        checks.mistake("sharding.tp_norms", want["params"] - norms - row_bias + (norms + row_bias) // t),
-        checks.mistake("sharding.tp_unsharded", want["params"] + matrices - matrices // t),
-        checks.mistake("sharding.tp_per_rank", want["params"] * t),
-        checks.mistake("bits_for_bytes", want["params"] * 8),
-    ], terms={"2·d·dtype_bytes (the two norms)": norms, "d·dtype_bytes (one row-parallel bias)": d * p})
-    S = tokens * d * p
-    checks.expect_type(got["allreduce"], int, what=f"{what}['allreduce']")
-    checks.expect_equal(got["allreduce"], want["allreduce"], what=f"{what}['allreduce']", mistakes=[
-        checks.mistake("sharding.tp_backward", want["allreduce"] // 2),
-        checks.mistake("sharding.tp_row_only", 2 * want["allreduce"]),
-        checks.mistake("sharding.tp_tensor_size", round(want["allreduce"] * 2 * (t - 1) / t)),
-        checks.mistake("sharding.tp_per_rank", want["allreduce"] * t),
-        checks.mistake("bits_for_bytes", want["allreduce"] * 8),
-    ], terms={"S = tokens·d·dtype_bytes (one all-reduce)": S})
-
-
-def tp_live(fn, live: LiveGroup, cases) -> None:
-    """Each case (model config, tensor-parallel ranks t, recipe, batch, seq) run by lecture2.parallel on the live
-    group: one TransformerBlock of that shape split over t ranks, one forward + backward. fn against the parameter
-    bytes each rank holds and the bytes of the all-reduces its step issued, measured."""
-    __tracebackhide__ = True
-    jobs = [distributed.Job("tp", n_ranks=t, model=m, recipe=r, batch=b, seq=s, seed=i)
-            for i, (m, t, r, b, s) in enumerate(cases)]
-    for res, (m, t, r, b, s) in zip(live.run(jobs), cases):
-        d, d_ff = m["d_model"], m.get("d_ff") or 4 * m["d_model"]
-        bias = bool(m.get("bias", False))
-        p = 2 if r.startswith("bf16") else 4
-        for rank, report in enumerate(res.ranks):
-            checks.expect(max(report["errors"].values()) < (0.5 if p == 2 else 1e-3),
-                          f"the split block disagrees with the whole one ({report['errors']}): a bug of lecture2.parallel")
-            reduced = sum(c["bytes"] for c in report["collectives"] if c["op"] == "all_reduce")
-            tp_case(fn, b * s, d, d_ff, t, p, bias, want={"params": report["held"]["params"], "allreduce": reduced},
-                    what=f"tp_block_bytes({b * s}, {d}, {d_ff}, {t}, {p}, bias={bias})  vs rank {rank} measured "
-                         f"({len(report['collectives'])} all-reduces in its step)")
+    cases = [tuple(c) + (None,) * (5 - len(c)) for c in cases]
+    jobs = [distributed.Job("textbook", stage=STRATEGIES[st], recipe=r, n_ranks=n, model=m, seed=i, reduce_dtype=red)
+            for i, (m, n, st, r, red) in enumerate(cases)]
+    for res, (_, n, st, r, red) in zip(live.run(jobs), cases):
+        calls = res.ranks[0]["collectives"]
+        n_params, dtype_bytes = res.ranks[0]["n_params"], 2 if r.startswith("bf16") else 4
+        reduce_bytes = 4 if red == "float32" else None
+        sent = ring_sent(calls, n)
+        want = sent / n_params * flops_per_s / (6 * bus_bytes_per_s)
+        listing = ", ".join(f"{c['op']} {c['bytes']:,} B ({c['dtype']})" for c in calls)
+        hide_case(fn, st, n, flops_per_s, bus_bytes_per_s, dtype_bytes, reduce_bytes, want, rtol=1e-3,
+                  what=f"tokens_to_hide({st!r}, {n}, {flops_per_s:.4g}, {bus_bytes_per_s:.4g}, {dtype_bytes}, "
+                       f"{reduce_bytes})  vs a step of N = {n_params:,} that sent {sent:,.0f} B per rank [{listing}]")
 
 
 # How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
@@ -424,7 +357,8 @@ ORACLE = {
                 "without_instruments instrument (lecture2's calculator and engines switched off there)",
         expected="the bytes every rank of a live process group, started in the judge, holds between steps under "
                  "lecture2.zero (2, 3 and 4 ranks, drawn GPTs whose N need not divide, every recipe); the paper's "
-                 "7B over 256 GPUs and the notebook's table (padded to n·ceil(N/n)) for drawn sizes",
+                 "7B over 256 GPUs; for drawn sizes the closed form in the test cell's hidden region (the buffer "
+                 "padded to n·ceil(N/n))",
         tampering="only the returned numbers are graded. The switch-off of the calculator happens in the student's "
                   "process: an answer that restores it there gets the calculator's numbers, which equal the formula "
                   "the exercise asks for (it gains nothing it could not write itself; the static scan points to it)"),
@@ -432,19 +366,13 @@ ORACLE = {
         returns="the float it returns, called beside the answer with the instruments switched off",
         expected="the collectives one step of lecture2.zero issues on a live group in the judge (counted by wrapping "
                  "torch.distributed), converted by the ring model; bf16 and fp32 reduce dtypes, 2-4 ranks; the "
-                 "lecture's 7B references and the table for drawn sizes",
+                 "lecture's 7B references; for drawn sizes the closed form in the test cell's hidden region",
         tampering="only the returned number is graded (as for bytes_per_rank)"),
-    "min_gpus": answers.Oracle(
-        returns="the int or None it returns, called beside the answer with the instruments switched off",
-        expected="the lecture's H100 cases from the table; budgets equal to the bytes a rank of a live 2-rank group "
-                 "in the judge holds (and one byte less); drawn budgets from the notebook's rule",
-        tampering="only the returned values are graded (as for bytes_per_rank)"),
-    "tp_block_bytes": answers.Oracle(
-        returns="the dict {params, allreduce} of ints it returns, called beside the answer with the instruments "
-                "switched off",
-        expected="the parameter bytes each rank holds and the all-reduce bytes its forward + backward issues when "
-                 "lecture2.parallel splits a TransformerBlock Megatron-style over a live group in the judge (2 and 4 "
-                 "ranks, with and without biases, fp32 and bf16), its outputs and gradients checked against the "
-                 "whole block; the 7B layer on 8 GPUs and the table for drawn shapes",
-        tampering="only the returned numbers are graded (as for bytes_per_rank)"),
+    "tokens_to_hide": answers.Oracle(
+        returns="the float it returns, called beside the answer with the instruments switched off",
+        expected="the bytes each rank sends for the collectives one step of lecture2.zero issues on a live group in "
+                 "the judge (counted, converted by the ring model), per parameter, times flops_per_s / (6 "
+                 "bus_bytes_per_s); DGX H100 references with sources; the closed form for drawn strategies, ranks, "
+                 "rates and dtypes",
+        tampering="only the returned number is graded (as for bytes_per_rank)"),
 }

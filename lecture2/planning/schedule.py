@@ -15,7 +15,7 @@ micro-batches' activations each stage holds at its peak. Closed forms, and a sim
 
 `simulate(p, m, v)` runs Megatron's interleaved order (forward chunks in groups of N micro-batches, backward in the
 same order, 1F1B in steady state) as a discrete-event simulation with forward = 1 and backward = 2 time units per chunk
-and free communication: the measured bubble and peak chunks in flight per stage. Notebook 10's exercise on the schedule
+and free communication: the measured bubble and peak chunks in flight per stage. Notebook 11's exercise on the schedule
 is checked against it.
 """
 from __future__ import annotations
@@ -111,6 +111,7 @@ class Simulation:
     makespan: float
     busy: tuple[float, ...]
     peak_in_flight: tuple[int, ...]
+    events: tuple[tuple[int, str, int, int, float, float], ...] = ()  # (stage, "F"/"B", micro-batch, chunk, start, end)
 
     @property
     def bubble(self) -> float:
@@ -165,6 +166,7 @@ def simulate(pp: int, micro_batches: int, virtual: int = 1, group: int | None = 
     done: dict[tuple[str, int, int, int], float] = {}  # (pass, micro-batch, virtual stage index, stage) -> finish
     pos, clock = [0] * p, [0.0] * p
     busy, live, peak = [0.0] * p, [0] * p, [0] * p
+    events = []
     last = p * v - 1  # virtual stage index of the model's last chunk
     progress = True
     while progress:
@@ -184,6 +186,7 @@ def simulate(pp: int, micro_batches: int, virtual: int = 1, group: int | None = 
                 clock[s] = start + cost
                 busy[s] += cost
                 done[(kind, mb, vs)] = clock[s]
+                events.append((s, kind, mb, chunk, start, clock[s]))
                 live[s] += 1 if kind == "F" else -1
                 peak[s] = max(peak[s], live[s])
                 pos[s] += 1
@@ -191,5 +194,5 @@ def simulate(pp: int, micro_batches: int, virtual: int = 1, group: int | None = 
     if any(pos[s] < len(orders[s]) for s in range(p)):
         raise ValueError(f"这个调度会死锁 (this order deadlocks): p={p}, m={m}, v={v}, N={n}: with Megatron's warm-up, "
                          f"stage 0 waits for a chunk the last stage computes only after a backward that waits for stage 0")
-    return Simulation(p, m, v, max(clock), tuple(busy), tuple(peak))
+    return Simulation(p, m, v, max(clock), tuple(busy), tuple(peak), tuple(events))
 

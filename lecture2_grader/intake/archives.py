@@ -1,5 +1,6 @@
-"""Reading what was handed in: the files of a zip (and of a zip inside it, as a hand-in zip in an LMS download) or
-of a folder (nbgrader's exchange inbound, student folders), each with the submission time its archive gives.
+"""Reading what was handed in: the files of a zip or a folder, each with its submission time. A zip (and a zip
+inside it, as a hand-in zip in an LMS download) or a folder (nbgrader's exchange inbound, student folders), each
+file with the submission time its archive gives.
 
 Entry names are kept inside the archive (no "..", no absolute paths, Windows separators turned round); an entry is
 read no further than its size limit, whatever its header says. A zip's entries are streamed to the caller's spool
@@ -98,7 +99,7 @@ def read_source(path: Path, tz: dt.tzinfo, spool: Path) -> tuple[list[Received],
     could not be read at all. A zip's files are spooled into `spool` (a folder the caller removes)."""
     name = path.name
     if path.is_dir():
-        return read_folder(path, tz, spool, MAX_ENTRY, IN_MEMORY, Received)
+        return read_folder(path, spool, MAX_ENTRY, IN_MEMORY, Received)
     try:
         with zipfile.ZipFile(path) as zf:
             return _read_zip(zf, name, tz, [], spool)

@@ -1,5 +1,6 @@
-"""Reading a folder of submissions as an archive: nbgrader's exchange inbound (<student>+lec02+<time>[+<random>]/...,
-written by the students themselves) or folders of student work the instructor made.
+"""Reading a folder of submissions as an archive, trusting nothing in it. nbgrader's exchange inbound
+(<student>+lec02+<time>[+<random>]/..., written by the students themselves) or folders of student work the
+instructor made.
 
 A folder students write in is read as they could have left it at any moment, and nothing in it is trusted:
 
@@ -85,80 +86,105 @@ def _read(fd: int, size: int, in_memory: int, spool: Path | None) -> bytes | Pat
         return Path(name)
 
 
-def read_folder(root: Path, tz: dt.tzinfo, spool: Path | None, max_entry: int, in_memory: int,
-                make) -> tuple[list, list[str]]:
+def read_folder(root: Path, spool: Path | None, max_entry: int, in_memory: int, make) -> tuple[list, list[str]]:
     """The files of the folder `root` as Received items (`make`: archives.Received), with notes for what was not
     read."""
-    me = os.geteuid()
-    found, notes = [], []
     try:
         top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as err:
         return [], [f"{terminal(root.name, 100)}: cannot be read ({terminal(err.strerror, 80)})"]
+    walk = _Walk(root, spool, max_entry, in_memory, make)
+    try:
+        walk.folder(top, [], set(), None)
+    finally:
+        os.close(top)
+    return walk.found, walk.notes
 
-    def walk(fd: int, parts: list[str], owners: set[int], stamp: tuple[dt.datetime | None, int, str] | None) -> None:
+
+Stamp = tuple[dt.datetime | None, int, str]  # an exchange folder's timestamp.txt time, its owner, the secret
+
+
+class _Walk:
+    """One folder read by read_folder, from the top down through open descriptors: the items found, the notes."""
+
+    def __init__(self, root: Path, spool: Path | None, max_entry: int, in_memory: int, make):
+        self.root, self.spool, self.max_entry, self.in_memory, self.make = root, spool, max_entry, in_memory, make
+        self.me = os.geteuid()
+        self.found: list = []
+        self.notes: list[str] = []
+
+    def folder(self, fd: int, parts: list[str], owners: set[int], stamp: Stamp | None) -> None:
+        """Every entry of the open folder `fd` (at `parts` below the top, owned along the way by `owners`)."""
         try:
             names = sorted(os.listdir(fd))
         except OSError as err:
-            notes.append(f"{terminal(root.name + ': ' + '/'.join(parts), 160)}: cannot be listed ({terminal(err.strerror, 60)})")
+            self.notes.append(f"{terminal(self.root.name + ': ' + '/'.join(parts), 160)}: cannot be listed "
+                              f"({terminal(err.strerror, 60)})")
             return
         if parts and EXCHANGE_DIR.match(parts[-1]):
             stamp = _exchange_stamp(fd)
         for name in names:
             if name in ("timestamp.txt", "submission_secret.txt"):
                 continue
-            where = parts + [name]
-            shown = f"{root.name}: {'/'.join(where)}"
             try:
                 listed = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except OSError:
                 continue
-            mine = owners | ({listed.st_uid} - {me, 0})
-            if stat.S_ISLNK(listed.st_mode):
-                notes.append(f"{terminal(shown, 160)}: a link, not followed (a submission is files, not links)")
-                continue
-            if stat.S_ISDIR(listed.st_mode):
-                if len(where) > MAX_DEPTH:
-                    notes.append(f"{terminal(shown, 160)}: deeper than {MAX_DEPTH} folders, not read")
-                    continue
-                sub = _open_listed(name, fd, listed, os.O_RDONLY | os.O_DIRECTORY)
-                if sub is None:
-                    notes.append(f"{terminal(shown, 160)}: changed while it was read, or closed to the collector: not read")
-                    continue
-                try:
-                    walk(sub, where, mine, stamp)
-                finally:
-                    os.close(sub)
-                continue
-            if not stat.S_ISREG(listed.st_mode) or listed.st_size > max_entry:
-                continue
-            fh = _open_listed(name, fd, listed, os.O_RDONLY | os.O_NONBLOCK)
-            if fh is None:
-                notes.append(f"{terminal(shown, 160)}: changed while it was read, or closed to the collector: not read")
-                continue
-            item = make(shown, _read(fh, listed.st_size, in_memory, spool),
-                        at=dt.datetime.fromtimestamp(listed.st_mtime, UTC), time_source="file time", parts=where)
-            if mine:  # a student's: its owner, and the system's time
-                item.owner = _owner_name(next(iter(mine))) if len(mine) == 1 else (
-                    "several users (" + ", ".join(sorted(_owner_name(u) for u in mine)) + ")")
-                item.at = dt.datetime.fromtimestamp(listed.st_ctime, UTC)
-                item.time_source = "the file's change time on this machine (set by the system)"
-                if stamp and stamp[0] is not None:
-                    item.claimed_at = stamp[0]
-            elif stamp and stamp[0] is not None:
-                item.at, item.time_source = stamp[0], "nbgrader exchange timestamp.txt"
-            if stamp and stamp[2]:
-                item.secret = stamp[2]
-            found.append(item)
+            self.entry(fd, name, listed, parts + [name], owners | ({listed.st_uid} - {self.me, 0}), stamp)
 
-    try:
-        walk(top, [], set(), None)
-    finally:
-        os.close(top)
-    return found, notes
+    def entry(self, fd: int, name: str, listed: os.stat_result, where: list[str], owners: set[int],
+              stamp: Stamp | None) -> None:
+        """One entry as listed: a folder walked into, a regular file read, a link or anything else left out."""
+        shown = f"{self.root.name}: {'/'.join(where)}"
+        if stat.S_ISLNK(listed.st_mode):
+            self.notes.append(f"{terminal(shown, 160)}: a link, not followed (a submission is files, not links)")
+            return
+        if stat.S_ISDIR(listed.st_mode):
+            if len(where) > MAX_DEPTH:
+                self.notes.append(f"{terminal(shown, 160)}: deeper than {MAX_DEPTH} folders, not read")
+                return
+            sub = _open_listed(name, fd, listed, os.O_RDONLY | os.O_DIRECTORY)
+            if sub is None:
+                self.unread(shown)
+                return
+            try:
+                self.folder(sub, where, owners, stamp)
+            finally:
+                os.close(sub)
+            return
+        if not stat.S_ISREG(listed.st_mode) or listed.st_size > self.max_entry:
+            return
+        fh = _open_listed(name, fd, listed, os.O_RDONLY | os.O_NONBLOCK)
+        if fh is None:
+            self.unread(shown)
+            return
+        self.found.append(self.item(shown, fh, listed, where, owners, stamp))
+
+    def unread(self, shown: str) -> None:
+        """An entry that was not the one listed when it was opened (swapped for a link), or that cannot be opened."""
+        self.notes.append(f"{terminal(shown, 160)}: changed while it was read, or closed to the collector: not read")
+
+    def item(self, shown: str, fh: int, listed: os.stat_result, where: list[str], owners: set[int],
+             stamp: Stamp | None):
+        """The Received item of a file: its bytes, and whose and when it is (a student's: its owner and the system's
+        time, what its timestamp.txt claims beside it; the collector's own copy: its timestamp.txt's time)."""
+        item = self.make(shown, _read(fh, listed.st_size, self.in_memory, self.spool),
+                         at=dt.datetime.fromtimestamp(listed.st_mtime, UTC), time_source="file time", parts=where)
+        if owners:  # a student's: its owner, and the system's time
+            item.owner = _owner_name(next(iter(owners))) if len(owners) == 1 else (
+                "several users (" + ", ".join(sorted(_owner_name(u) for u in owners)) + ")")
+            item.at = dt.datetime.fromtimestamp(listed.st_ctime, UTC)
+            item.time_source = "the file's change time on this machine (set by the system)"
+            if stamp and stamp[0] is not None:
+                item.claimed_at = stamp[0]
+        elif stamp and stamp[0] is not None:
+            item.at, item.time_source = stamp[0], "nbgrader exchange timestamp.txt"
+        if stamp and stamp[2]:
+            item.secret = stamp[2]
+        return item
 
 
-def _exchange_stamp(fd: int) -> tuple[dt.datetime | None, int, str]:
+def _exchange_stamp(fd: int) -> Stamp:
     """(the time timestamp.txt states, its owner, the submission's secret) of an exchange submission folder."""
     at, owner, secret = None, -1, ""
     got = _small_text(fd, "timestamp.txt", 100)

@@ -48,69 +48,84 @@ def merge(course: Path, student: str, items: list[Received], term: Term, collect
     """Place `items` (all of one student, recognised) notebook by notebook; returns one phrase per notebook."""
     recs = records(course, student)
     folder = course / "submitted" / student / ASSIGNMENT
-    phrases = []
     by_notebook: dict[str, list[Received]] = {}
     for item in items:
         by_notebook.setdefault(item.notebook, []).append(item)
+    phrases = []
     for notebook, copies in sorted(by_notebook.items()):
-        current_path = folder / notebook
-        current = _newest(recs, notebook)
-        if current_path.is_file() and (current is None or current.get("sha256") != _sha_of(current_path)):
-            # a file placed before intake kept records (or by hand): into history first, as it is
-            data = current_path
-            at = stamp_time(folder) or dt.datetime.fromtimestamp(current_path.stat().st_mtime, UTC)
-            for r in recs:
-                if r.get("notebook") == notebook:
-                    r["current"] = False
-            current = {"notebook": notebook, "sha256": _sha_of(data), "submitted_at": iso(at),
-                       "time_source": "already in submitted/ (placed before this collector kept records)",
-                       "origin": "submitted/", "current": True,
-                       "kept": _keep(course, student, notebook, data, at), "collected_at": iso(collected)}
-            recs.append(current)
+        current = _adopt_placed(course, student, folder / notebook, recs, collected)
         said = []
         for item in sorted(copies, key=lambda i: (i.at or collected, i.order)):
             digest = _sha_of(item.data)
             if any(r.get("notebook") == notebook and r.get("sha256") == digest for r in recs):
                 said.append("unchanged" if current and current.get("sha256") == digest else "already received")
                 continue
-            at = item.at or collected
-            late_s = term.lateness(at)
-            record = {"notebook": notebook, "sha256": digest, "submitted_at": iso(at),
-                      "time_source": item.time_source or "time of collecting (the LMS gave none)",
-                      "origin": item.origin, "file_name": item.file_name, "matched_by": item.matched_by,
-                      "lms": item.lms, "lms_id": item.lms_id,
-                      "lms_late": item.lms_late, "late_seconds": late_s, "collected_at": iso(collected),
-                      "kept": _keep(course, student, notebook, item.data, at), "current": False}
-            claimed = ""
-            if item.claimed_at is not None:  # what the student's own timestamp.txt says: shown, never used
-                record["claimed_at"] = iso(item.claimed_at)
-                if abs((item.claimed_at - at).total_seconds()) > CLAIM_SHOWN_S:
-                    claimed = f", its timestamp.txt says {iso(item.claimed_at)} (not used)"
-            attempt = 1 + sum(r.get("notebook") == notebook for r in recs)
-            record["attempt"] = attempt
-            newer = current is None or record_time(current) is None or at >= record_time(current)
-            late = ((f", late {late_s / 3600:.1f} h" if late_s else "") + (", marked late by the LMS" if item.lms_late else "")
-                    + claimed)
-            how = "" if item.matched_by == "name" else f" [file {item.file_name!r}: matched by {item.matched_by}]"
-            if newer:
-                write_atomic(current_path, item.data)
-                for r in recs:
-                    if r.get("notebook") == notebook:
-                        r["current"] = False
-                record["current"] = True
-                if item.secret:  # the newest exchange submission's: `nbgrader release_feedback` files feedback under it
-                    write_atomic(history_dir(course, student) / "submission_secret.txt", item.secret.encode("ascii", "replace"))
-                said.append(("new" if current is None else f"submission {attempt}, replaces the one of "
-                             f"{current.get('submitted_at') or '?'} (kept in history)") + late + how)
-                current = record
-            else:
-                said.append(f"an older copy ({iso(at)}) than the one in submitted/ ({current.get('submitted_at')}): "
-                            "kept in history only" + how)
-            recs.append(record)
+            phrase, current = _place(course, student, folder / notebook, item, digest, recs, current, term, collected)
+            said.append(phrase)
         phrases.append(f"{notebook[:-len('.ipynb')]} ({'; '.join(said)})")
     _save(course, student, recs)
     _write_timestamp(folder, recs)
     return phrases
+
+
+def _adopt_placed(course: Path, student: str, current_path: Path, recs: list[dict],
+                  collected: dt.datetime) -> dict | None:
+    """The record of the copy in submitted/ now: the newest current one, or (for a file placed before intake kept
+    records, or by hand) a new record, the file kept in history first, as it is."""
+    notebook = current_path.name
+    current = _newest(recs, notebook)
+    if not current_path.is_file() or (current is not None and current.get("sha256") == _sha_of(current_path)):
+        return current
+    at = stamp_time(current_path.parent) or dt.datetime.fromtimestamp(current_path.stat().st_mtime, UTC)
+    for r in recs:
+        if r.get("notebook") == notebook:
+            r["current"] = False
+    current = {"notebook": notebook, "sha256": _sha_of(current_path), "submitted_at": iso(at),
+               "time_source": "already in submitted/ (placed before this collector kept records)",
+               "origin": "submitted/", "current": True,
+               "kept": _keep(course, student, notebook, current_path, at), "collected_at": iso(collected)}
+    recs.append(current)
+    return current
+
+
+def _place(course: Path, student: str, current_path: Path, item: Received, digest: str, recs: list[dict],
+           current: dict | None, term: Term, collected: dt.datetime) -> tuple[str, dict | None]:
+    """A copy not received before: kept in history, and in submitted/ when it is newer than the current one (which
+    stays in history). Its phrase, and the record of the copy in submitted/ after it."""
+    notebook = current_path.name
+    at = item.at or collected
+    late_s = term.lateness(at)
+    record = {"notebook": notebook, "sha256": digest, "submitted_at": iso(at),
+              "time_source": item.time_source or "time of collecting (the LMS gave none)",
+              "origin": item.origin, "file_name": item.file_name, "matched_by": item.matched_by,
+              "lms": item.lms, "lms_id": item.lms_id,
+              "lms_late": item.lms_late, "late_seconds": late_s, "collected_at": iso(collected),
+              "kept": _keep(course, student, notebook, item.data, at), "current": False}
+    claimed = ""
+    if item.claimed_at is not None:  # what the student's own timestamp.txt says: shown, never used
+        record["claimed_at"] = iso(item.claimed_at)
+        if abs((item.claimed_at - at).total_seconds()) > CLAIM_SHOWN_S:
+            claimed = f", its timestamp.txt says {iso(item.claimed_at)} (not used)"
+    attempt = 1 + sum(r.get("notebook") == notebook for r in recs)
+    record["attempt"] = attempt
+    newer = current is None or record_time(current) is None or at >= record_time(current)
+    late = ((f", late {late_s / 3600:.1f} h" if late_s else "") + (", marked late by the LMS" if item.lms_late else "")
+            + claimed)
+    how = "" if item.matched_by == "name" else f" [file {item.file_name!r}: matched by {item.matched_by}]"
+    if not newer:
+        recs.append(record)
+        return (f"an older copy ({iso(at)}) than the one in submitted/ ({current.get('submitted_at')}): "
+                "kept in history only" + how), current
+    write_atomic(current_path, item.data)
+    for r in recs:
+        if r.get("notebook") == notebook:
+            r["current"] = False
+    record["current"] = True
+    recs.append(record)
+    if item.secret:  # the newest exchange submission's: `nbgrader release_feedback` files feedback under it
+        write_atomic(history_dir(course, student) / "submission_secret.txt", item.secret.encode("ascii", "replace"))
+    return ("new" if current is None else f"submission {attempt}, replaces the one of "
+            f"{current.get('submitted_at') or '?'} (kept in history)") + late + how, record
 
 
 def _save(course: Path, student: str, recs: list[dict]) -> None:

@@ -1,4 +1,4 @@
-"""What a file's path says about who handed it in and which notebook it is: the names LMSs and nbgrader's exchange
+"""What a file's path says about who handed it in and which notebook it is. The names LMSs and nbgrader's exchange
 give to what they hand back, the student ids the course accepts, a browser's renamings, and a slug for a name.
 
 Pure functions of strings: it reads and writes nothing.

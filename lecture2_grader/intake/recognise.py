@@ -1,7 +1,7 @@
-"""Recognising a received file: the student its path names (Canvas and Moodle names, nbgrader's exchange folders,
-<student>/<notebook>.ipynb, <student>__<notebook>.ipynb) and the notebook it is, by its file name (the release
-name, or one it starts with, after an LMS's or a browser's renamings), else by its cells (the grade_ids of exactly
-one release notebook), else by the nearest release name when that one is clearly nearest.
+"""Recognising a received file: the student its path names and the notebook it is. The student by Canvas and
+Moodle names, nbgrader's exchange folders, <student>/<notebook>.ipynb, <student>__<notebook>.ipynb; the notebook by
+its file name (the release name, or one it starts with, after an LMS's or a browser's renamings), else by its cells
+(the grade_ids of exactly one release notebook), else by the nearest release name when that one is clearly nearest.
 
 It reads the release notebooks and the received bytes as JSON (no student code runs); it writes nothing.
 """

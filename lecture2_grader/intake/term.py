@@ -1,5 +1,6 @@
-"""The term's dates: the due date and the LMS's time zone from the course's nbgrader_config.py, and the two ways a
-time is written (nbgrader's timestamp.txt, ISO 8601 in UTC for the records).
+"""The term's dates: the due date, the LMS's time zone, and how a time is written. The due date and the LMS's time
+zone come from the course's nbgrader_config.py; a time is written as nbgrader's timestamp.txt writes it, or in ISO
+8601 in UTC for the records.
 
     c.Lecture2Grader.due = "2026-03-15T23:59:00+08:00"      # the due date (ISO 8601 with a UTC offset); none: no late flags
     c.Lecture2Grader.lms_timezone = "Asia/Shanghai"         # the zone of the LMS's zip times (default: the due date's offset)

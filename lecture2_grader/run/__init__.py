@@ -12,7 +12,8 @@ score is the same whichever executor computed it.
 The interface (`Executor`), as classrun.grade_class uses it:
 
     warm(notebooks)          at the start of a run, returning at once: get ready to judge these notebooks (this
-                             machine: the judges' fork server starts, importing what they need once)
+                             machine: the judges' fork server starts, importing what they need once, and the font
+                             cache is built)
     preflight() -> notes     before the first notebook: the sandbox works where judges run (SystemExit if not)
     submit(judge_job, label) -> Future of the results dict (label: "student/notebook", for the executor's logs)
     timing(future) -> {"seconds": how long the judge ran, ...} or None

@@ -1,4 +1,4 @@
-"""The Dask clusters a course names in its nbgrader_config.py (`c.Lecture2Grader.clusters`), made into executors:
+"""The Dask clusters a course names in its nbgrader_config.py, made into executors. `c.Lecture2Grader.clusters`:
 a running scheduler, Slurm and the other batch systems through dask-jobqueue, Kubernetes through dask-kubernetes,
 or a LocalCluster (docs/cluster.md)."""
 from __future__ import annotations

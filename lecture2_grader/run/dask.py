@@ -1,21 +1,18 @@
-"""Grading on a Dask cluster: one task per student notebook, the same pipeline and sandbox on every worker.
+"""Grading on a Dask cluster, the instructor's side: one task per student notebook, the same pipeline and sandbox on
+every worker.
 
     .venv/bin/python -m lecture2_grader --scheduler tcp://HOST:8786   # a Dask scheduler already running
     .venv/bin/python -m lecture2_grader --cluster hpc                 # a cluster named in nbgrader_config.py (clusters.py)
 
 The instructor's process (classrun.py) reads and plans every notebook, sends each judge's job (plain data) to the
 cluster and gets the judge's results back as data (JSON text); it alone writes the results store, the
-gradebook, grades.csv, feedback and the class report. A worker only runs `pipeline.execute`, with its own
-sandbox, its own lecture2 and its own font cache, so a score is the one this machine would give.
+gradebook, grades.csv, feedback and the class report. A worker only runs a judge (dask_worker.judge_task), with its
+own sandbox, its own lecture2 and its own font cache, once it has proved that it grades as this machine would
+(dask_worker.WorkerSetup), so a score is the one this machine would give.
 
-    WorkerSetup    a worker plugin. On every worker of the cluster, there now or joining later, it proves
-                   that the worker grades with the instructor's code (content hashes of lecture2 and of this
-                   grader, torch's release, Python's), then that it can start the student's process in its
-                   sandbox and import the course there (preflight.preflight). Only a worker that passed holds
-                   this run's Dask resource, so only it is given the run's tasks. One that fails says why in one
-                   line (the instructor sees it) and takes none.
-    judge_task     what runs on a worker: checks the worker's code again, then pipeline.execute
-    DaskExecutor   the executor (run/__init__.py): submit(judge_job) -> a Future of the results dict
+    DaskExecutor   the executor (run/__init__.py): submit(judge_job) -> a Future of the results dict; it registers
+                   this run's WorkerSetup, sends each notebook to a worker that passed, the longest first, and
+                   watches the workers join, pass, refuse or go
 
 Failures. A worker killed in the middle of a notebook loses its task: the scheduler runs it again on another
 worker (up to distributed.scheduler.allowed-failures times), and the instructor's process gets one result for
@@ -28,186 +25,22 @@ Trust: workers are the instructor's machines, and the scheduler is reachable by 
 """
 from __future__ import annotations
 
-import asyncio
 import collections
 import concurrent.futures
 import hashlib
-import importlib
-import importlib.metadata
 import json
-import multiprocessing
-import os
-import socket
 import sys
 import threading
 import time
 import uuid
 from dataclasses import asdict
-from pathlib import Path
 
-from distributed import Client, Reschedule, get_worker
-from distributed.diagnostics.plugin import WorkerPlugin
+from distributed import Client
 
-from .. import launch, pipeline, sandbox
-from ..course import tree_digest
-from ..runtime import FIRST_WORKER_SECONDS, GRADER, Runtime
-from . import preflight
+from ..runtime import FIRST_WORKER_SECONDS, SCHEDULER_SECONDS, STRANDED_SECONDS, Runtime
+from .dask_worker import TOPIC, WorkerSetup, identity, judge_task, plugin_name, resource_of, stop_judges
 
-TOPIC = "lecture2-grader"  # the scheduler's event log topic where workers say whether they passed
-STRANDED_GRACE = 60.0  # seconds the notebooks left wait when every worker connected has refused them
 WATCH_EVERY = 3.0  # seconds between two looks at the workers' reports while a run lasts
-
-
-
-# ---- what a worker must share with the instructor's process
-
-
-def identity(package: Path | None = None) -> dict[str, str]:
-    """What a score depends on besides the job itself: the course's package and this grader (content hashes
-    of their files, as store.py keys results), torch's release (its local build tag, +cpu or +cu126, aside)
-    and Python's."""
-    package = package or preflight.package_dir()
-    return {"lecture2": tree_digest(package), "lecture2_grader": tree_digest(GRADER),
-            "torch": importlib.metadata.version("torch").split("+")[0], "python": "%d.%d" % sys.version_info[:2]}
-
-
-def differences(wanted: dict[str, str], found: dict[str, str]) -> list[str]:
-    """What differs between the instructor's identity and a worker's, in words."""
-    said = []
-    for part in ("lecture2", "lecture2_grader"):
-        if wanted.get(part) != found.get(part):
-            said.append(f"its {part} package differs from the instructor's (content hash {str(found.get(part))[:12]}, "
-                        f"the instructor's {str(wanted.get(part))[:12]})")
-    for part in ("torch", "python"):
-        if wanted.get(part) != found.get(part):
-            said.append(f"it has {part} {found.get(part)}, the instructor {wanted.get(part)}")
-    return said
-
-
-def _cores() -> int:
-    """The cores this process may use (a Slurm job's or a container's allocation, not the whole machine's)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def resource_of(token: str) -> str:
-    return f"lecture2-{token}"
-
-
-def plugin_name(token: str) -> str:
-    return f"lecture2-grader-{token}"
-
-
-# ---- the worker's side
-
-
-class WorkerSetup(WorkerPlugin):
-    """Registered by the instructor's process; set up by Dask on every worker, now or later. Its token is a hash
-    of the instructor's identity and the run's settings: runs of the same code with the same settings share it
-    (a second `make grade`, or one after the instructor's process was killed, finds the workers ready), and a
-    run with other code or settings gets its own check and resource."""
-
-    idempotent = True  # registered again by a run with the same token: the workers keep what they proved
-
-    def __init__(self, token: str, expected: dict[str, str], settings: dict, notebooks: list[str] | None = None):
-        self.token, self.expected, self.settings = token, expected, settings
-        self.notebooks = notebooks  # what the first run grades (None: any): the worker's fork server imports its needs
-        self.runtime: Runtime | None = None
-        self.refusal: str | None = None
-        self._checking = None
-
-    def setup(self, worker) -> None:
-        # The proof takes seconds (a sandbox started, the fork server importing torch): in a thread, so that the
-        # worker keeps answering its scheduler; the run's resource comes when it passes.
-        self._checking = asyncio.ensure_future(self._check(worker))
-
-    async def _check(self, worker) -> None:
-        slots = max(1, worker.state.nthreads)
-        where = {"worker": worker.address, "name": str(worker.name), "host": socket.gethostname(), "token": self.token}
-        try:
-            outcome = await asyncio.to_thread(self.prove, worker.local_directory, slots)
-            if outcome["ok"]:
-                self.runtime = outcome.pop("runtime")
-                await worker.set_resources(**{resource_of(self.token): slots})
-        except Exception as err:  # noqa: BLE001  reported as the worker's refusal
-            self.runtime = None
-            outcome = {"ok": False, "why": f"its check failed ({type(err).__name__}: {err})"}
-        if not outcome["ok"]:
-            self.refusal = outcome["why"]
-        worker.log_event(TOPIC, {**where, **outcome})
-
-    def prove(self, folder: str, slots: int) -> dict:
-        """On the worker: its identity, then a preflight of its own sandbox. {"ok": True, "runtime", "notes"}
-        or {"ok": False, "why": a line for the instructor}."""
-        wrong = differences(self.expected, identity())
-        if wrong:
-            return {"ok": False, "why": "; ".join(wrong) + ". Install the instructor's commit there (the same "
-                    "course, grader and torch), then start the worker again"}
-        # A Nanny's worker is a daemonic process, which multiprocessing forbids to have children; the judges are
-        # its children (forked from pipeline's fork server) and end with it (launch.die_with_parent).
-        multiprocessing.current_process()._config["daemon"] = False
-        settings = dict(self.settings)
-        limits = sandbox.Limits(**settings.pop("limits"))
-        threads = int(settings.pop("threads", 0)) or max(1, _cores() // slots)
-        runtime = Runtime(**settings, limits=limits, threads=threads)
-        runtime.package = preflight.package_dir()
-        runtime.mpl_cache = preflight.font_cache(Path(folder) / "lecture2-grader")
-        try:
-            notes = preflight.preflight(runtime)
-        except SystemExit as err:
-            return {"ok": False, "why": str(err).removeprefix("error: ")}
-        launch.context(self.notebooks)  # the worker's first run chooses; a later run's judge imports what is missing
-        launch.warm(runtime)  # torch imported once, before the first notebook
-        confinement = sandbox.confinement(limits) if runtime.sandboxed else "no sandbox"
-        return {"ok": True, "runtime": runtime, "slots": slots, "threads": runtime.threads, "cuda": runtime.cuda,
-                "notes": notes, "confinement": confinement}
-
-    async def teardown(self, worker) -> None:
-        if self._checking is not None and not self._checking.done():
-            self._checking.cancel()
-        if self.runtime is not None:
-            try:
-                await worker.set_resources(**{resource_of(self.token): 0})
-            except Exception:  # noqa: BLE001  the worker is closing anyway
-                pass
-
-
-_ACTIVE: dict[str, set[int]] = {}  # run token -> threads of this worker judging its notebooks
-
-
-def judge_task(judge_job: dict, token: str, expected: dict[str, str]) -> str:
-    """On a worker: the judge's results for `judge_job`, as JSON text {"judged", "seconds", "worker"}. A worker
-    whose code changed since it passed refuses: it gives up this run's resource and the task goes elsewhere."""
-    entered = time.perf_counter()
-    worker = get_worker()
-    plugin = worker.plugins.get(plugin_name(token))
-    if not isinstance(plugin, WorkerSetup) or plugin.runtime is None:
-        raise Reschedule()  # not this run's worker (a resource left over): the scheduler places it again
-    wrong = differences(expected, identity(plugin.runtime.package))
-    if wrong:
-        plugin.runtime = None
-        worker.loop.add_callback(worker.set_resources, **{resource_of(token): 0})
-        worker.log_event(TOPIC, {"worker": worker.address, "name": str(worker.name), "host": socket.gethostname(),
-                                 "token": token, "ok": False, "why": "its files changed while it was grading: "
-                                 + "; ".join(wrong) + ". Restart it from the instructor's commit"})
-        raise Reschedule()
-    ident = threading.get_ident()
-    _ACTIVE.setdefault(token, set()).add(ident)
-    start = time.perf_counter()
-    try:
-        judged = pipeline.execute(judge_job, plugin.runtime)
-    finally:
-        _ACTIVE.get(token, set()).discard(ident)
-    end = time.perf_counter()
-    return json.dumps({"judged": judged, "seconds": round(end - start, 4), "task_seconds": round(end - entered, 4),
-                       "worker": str(worker.name), "host": socket.gethostname()}, ensure_ascii=False)
-
-
-def stop_judges(token: str) -> int:
-    """On a worker (client.run): stop the judges of this run's notebooks now (the instructor stopped)."""
-    return launch.stop_running(set(_ACTIVE.get(token, set())))
 
 
 def _noop() -> float:
@@ -230,9 +63,6 @@ def _place_waiting_tasks():
     return place
 
 
-# ---- the instructor's side
-
-
 class DaskExecutor:
     """Judges on the workers of a Dask cluster, one task per student notebook (see the module's docstring).
 
@@ -248,7 +78,7 @@ class DaskExecutor:
         self.first_worker_timeout, self.stopping = first_worker_timeout, stop or threading.Event()
         target = cluster if cluster is not None else address
         try:
-            self.client = Client(target, timeout="60s", set_as_default=False)
+            self.client = Client(target, timeout=f"{SCHEDULER_SECONDS:g}s", set_as_default=False)
         except (OSError, TimeoutError) as err:
             if cluster is not None:
                 cluster.close()
@@ -335,7 +165,7 @@ class DaskExecutor:
                     self.client.run_on_scheduler(_place_waiting_tasks(), resource_of(self.token))
                     self._pump()  # a larger window
                 stranded_since = (stranded_since or time.monotonic()) if stranded else None
-                grace = STRANDED_GRACE if present else self.first_worker_timeout
+                grace = STRANDED_SECONDS if present else self.first_worker_timeout
                 if stranded_since is not None and time.monotonic() - stranded_since > grace:
                     self._fail_waiting()
                     stranded_since = None

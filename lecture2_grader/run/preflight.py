@@ -1,5 +1,6 @@
-"""Before the first notebook of a run: the packages the sandbox sees, the font cache, and a proof that the student's
-process starts in its sandbox and imports this grader's lecture2 (else every notebook would end early).
+"""Before the first notebook of a run: what the sandbox sees, and a proof that it works. The packages the sandbox
+sees, the font cache, and a proof that the student's process starts in its sandbox and imports this grader's
+lecture2 (else every notebook would end early).
 
     package_dir()             the lecture2 the grader binds into every sandbox
     font_cache(folder)        matplotlib's font cache, built once outside the sandboxes
@@ -12,10 +13,9 @@ import glob
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from ..runtime import PREFLIGHT_SECONDS, Runtime
+from ..runtime import FONT_CACHE_SECONDS, PROBE_SECONDS, Runtime
 
 def package_dir() -> Path:
     """The lecture2 package the grader's environment imports (bound read-only into every sandbox)."""
@@ -31,8 +31,8 @@ def font_cache(folder: Path) -> Path:
     """Matplotlib's font cache, built once outside the sandboxes and copied into each one."""
     cache = folder / "matplotlib-cache"
     cache.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], capture_output=True, timeout=300,
-                   env=dict(os.environ, MPLCONFIGDIR=str(cache)))
+    subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], capture_output=True,
+                   timeout=FONT_CACHE_SECONDS, env=dict(os.environ, MPLCONFIGDIR=str(cache)))
     return cache
 
 
@@ -58,7 +58,8 @@ ISOLATED_FIND = "import importlib.util as u; s = u.find_spec('lecture2'); print(
 def isolated_package() -> Path | None:
     """The lecture2 package this environment's Python imports in isolated mode (`-I`: no current folder, no
     PYTHONPATH), as the student's process does in its sandbox; None when it finds none."""
-    proc = subprocess.run([sys.executable, "-I", "-c", ISOLATED_FIND], capture_output=True, text=True, timeout=120,
+    proc = subprocess.run([sys.executable, "-I", "-c", ISOLATED_FIND], capture_output=True, text=True,
+                          timeout=PROBE_SECONDS,
                           env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")})
     found = proc.stdout.strip()
     return Path(found).resolve().parent if proc.returncode == 0 and found else None
@@ -112,18 +113,14 @@ def preflight(runtime: Runtime) -> list[str]:
     grader's lecture2. Returns notes for the report; raises SystemExit saying what is wrong and how to fix it."""
     from lecture2 import answers
 
-    from ..link import KernelLink, KernelSpec
+    from ..judging.link import KernelLink
 
     if runtime.package is not None:
         check_package_binding(runtime.package)
-    spec = runtime.kernel_spec()
-    link = KernelLink(KernelSpec(binds=spec["binds"], limits=runtime.limits, sandboxed=runtime.sandboxed,
-                                 mpl_cache=spec["mpl_cache"], cell_timeout=PREFLIGHT_SECONDS,
-                                 start_timeout=PREFLIGHT_SECONDS, max_starts=1, import_torch=False))
-    link.deadline = time.monotonic() + PREFLIGHT_SECONDS
+    link = KernelLink(runtime.preflight_spec())
+    link.begin_test_cell()
     try:
-        statuses = link.run_cells([{"index": 0, "at": 0.0, "kind": "code", "grade_id": None, "source": PREFLIGHT}],
-                                  PREFLIGHT_SECONDS)
+        statuses = link.run_cells([{"index": 0, "at": 0.0, "kind": "code", "grade_id": None, "source": PREFLIGHT}])
         found = link.request("call", "_preflight", None, (), {}) if statuses and statuses[0].get("status") == "ok" else None
     except (answers.AnswerUnavailable, Exception) as err:  # noqa: BLE001  reported below with the process's output
         statuses, found = [{"status": "error", "message": str(err)}], None

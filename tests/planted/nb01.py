@@ -71,20 +71,4 @@ def float_format_limits(e, m):
     mant = 2 - 2.0 ** -(m - 1) if (e, m) == (4, 3) else 2 - 2.0 ** -m
     return {"max": mant * 2.0 ** top, "tiny": 2.0 ** (1 - bias), "eps": 2.0 ** -m}
 ''', HINTS["e4m3fn_max"]),
-    Planted("ex01_weight_memory", "GiB where GB is asked", '''
-def weight_memory(n_params, dtype, unit="GB"):
-    return n_params * dtype.itemsize / 2**30
-''', HINTS["gib_for_gb"], visible=True),
-    Planted("ex01_weight_memory", "GB where GiB is asked", '''
-def weight_memory(n_params, dtype, unit="GB"):
-    return n_params * dtype.itemsize / 1e9
-''', HINTS["gb_for_gib"], visible=True),
-    Planted("ex01_weight_memory", "bits instead of bytes", '''
-def weight_memory(n_params, dtype, unit="GB"):
-    return n_params * dtype.itemsize * 8 / (1e9 if unit == "GB" else 2**30)
-''', HINTS["bits_for_bytes"], visible=True),
-    Planted("ex01_weight_memory", "unknown units taken as GB", '''
-def weight_memory(n_params, dtype, unit="GB"):
-    return n_params * dtype.itemsize / (2**30 if unit == "GiB" else 1e9)
-''', HINTS["unit_unknown"], visible=True),
 ]

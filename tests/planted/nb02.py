@@ -15,19 +15,6 @@ def quadratic_grad(x):
     return 2 * x + 3
 '''
 
-# a correct walk, the base of the planted walks that each drop one rule
-_WALK = '''
-def backward_nodes(t):
-    out, seen, todo = [], set(), [t.grad_fn] if t.grad_fn is not None else []
-    while todo:
-        node = todo.pop()
-        {dedup}
-        out.append({name})
-        todo.extend(n for n, _ in node.next_functions{first} if n is not None{leaf})
-    return [n for n in out if n is not None]
-'''
-_DEDUP = "if node in seen:\n            continue\n        seen.add(node)"
-
 MISTAKES = [
     Planted("ex02_hand_grads", "the derivative of 3x forgotten", '''
 def quadratic_grad(x):
@@ -83,27 +70,6 @@ def mse_grads(X, y, w, b):
     r = X @ w + b - y
     return 2 * X.T @ r / len(y), 2 * r / len(y)
 ''', HINTS["mse_grad_b_scalar"], visible=True),
-    Planted("ex02_graph_nodes", "a node reached twice counted twice",
-            _WALK.format(dedup="", name="type(node).__name__", first="", leaf=""), HINTS["nodes_dedup"], visible=True),
-    Planted("ex02_graph_nodes", "AccumulateGrad leaves skipped",
-            _WALK.format(dedup=_DEDUP, name="type(node).__name__", first="",
-                         leaf=" and type(n).__name__ != 'AccumulateGrad'"), HINTS["nodes_leaf"], visible=True),
-    Planted("ex02_graph_nodes", "only the first input followed",
-            _WALK.format(dedup=_DEDUP, name="type(node).__name__", first="[:1]", leaf=""), HINTS["nodes_branch"], visible=True),
-    Planted("ex02_graph_nodes", "str(node) instead of the class name",
-            _WALK.format(dedup=_DEDUP, name="str(node)", first="", leaf=""), HINTS["nodes_class_name"], visible=True),
-    Planted("ex02_graph_nodes", "None inputs walked into", '''
-def backward_nodes(t):
-    out, seen, todo = [], set(), [t.grad_fn] if t.grad_fn is not None else []
-    while todo:
-        node = todo.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        out.append(type(node).__name__)
-        todo.extend(n for n, _ in node.next_functions)
-    return out
-''', HINTS["nodes_none"], visible=True),
     Planted("ex02_saved_bytes", "parameters counted too", '''
 def mlp_saved_bytes(B, sizes):
     params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))

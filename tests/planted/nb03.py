@@ -15,94 +15,59 @@ class RMSNorm(nn.Module):
     def forward(self, x):
 '''
 
+# gpt_params, correct but for the one rule each planted mistake changes
+_GPT = '''
+def gpt_params(config):
+    c = config
+    d, b = c.d_model, 1 if c.bias else 0
+    hidden = {hidden}
+
+    def linear(n_in, n_out):
+        return n_in * n_out + {linear_bias} * n_out
+
+    norm = {norm}
+    block = {block}
+    head = {head}
+    return {emb} * d + c.n_layer * block + {final} + head
+'''
+_RIGHT = dict(hidden="4 * d if c.d_ff is None else c.d_ff", linear_bias="b",
+              norm="d * (2 if (c.norm == 'layer' and c.bias) else 1)",
+              block="linear(d, 3 * d) + linear(d, d) + linear(d, hidden) + linear(hidden, d) + 2 * norm",
+              head="0 if c.tie_embeddings else c.vocab_size * d", emb="(c.vocab_size + c.block_size)", final="norm")
+
+
+def _gpt(**wrong) -> str:
+    return _GPT.format(**{**_RIGHT, **wrong})
+
+
 MISTAKES = [
-    Planted("ex03_block_params", "the norm weights forgotten", '''
-def block_params(d_model, d_ff=None, bias=False, norm="rms"):
-    h = 4 * d_model if d_ff is None else d_ff
-    b = 1 if bias else 0
-    return 4 * d_model * d_model + 4 * d_model * b + 2 * d_model * h + (h + d_model) * b
-''', HINTS["norm_weights"], visible=True),
-    Planted("ex03_block_params", "the output projection forgotten", '''
-def block_params(d_model, d_ff=None, bias=False, norm="rms"):
-    h = 4 * d_model if d_ff is None else d_ff
-    b = 1 if bias else 0
-    norm_each = d_model * (2 if norm == "layer" and bias else 1)
-    return 3 * d_model * d_model + 3 * d_model * b + 2 * d_model * h + (h + d_model) * b + 2 * norm_each
-''', HINTS["attention_proj"], visible=True),
-    Planted("ex03_block_params", "d_ff ignored: always 4d", '''
-def block_params(d_model, d_ff=None, bias=False, norm="rms"):
-    h = 4 * d_model
-    b = 1 if bias else 0
-    norm_each = d_model * (2 if norm == "layer" and bias else 1)
-    return 4 * d_model * d_model + 4 * d_model * b + 2 * d_model * h + (h + d_model) * b + 2 * norm_each
-''', HINTS["d_ff_ignored"], visible=True),
-    Planted("ex03_block_params", "a bias counted for RMSNorm", '''
-def block_params(d_model, d_ff=None, bias=False, norm="rms"):
-    h = 4 * d_model if d_ff is None else d_ff
-    b = 1 if bias else 0
-    norm_each = d_model * (2 if bias else 1)
-    return 4 * d_model * d_model + 4 * d_model * b + 2 * d_model * h + (h + d_model) * b + 2 * norm_each
-''', HINTS["rms_norm_bias"], visible=True),
-    Planted("ex03_block_params", "no bias on LayerNorm", '''
-def block_params(d_model, d_ff=None, bias=False, norm="rms"):
-    h = 4 * d_model if d_ff is None else d_ff
-    b = 1 if bias else 0
-    return 4 * d_model * d_model + 4 * d_model * b + 2 * d_model * h + (h + d_model) * b + 2 * d_model
-''', HINTS["layernorm_bias"], visible=True),
-    Planted("ex03_block_params", "no biases on the Linears", '''
-def block_params(d_model, d_ff=None, bias=False, norm="rms"):
-    h = 4 * d_model if d_ff is None else d_ff
-    norm_each = d_model * (2 if norm == "layer" and bias else 1)
-    return 4 * d_model * d_model + 2 * d_model * h + 2 * norm_each
-''', HINTS["linear_bias"], visible=True),
-    Planted("ex03_block_params", "the lecture's 12d^2 + 2d for every configuration", '''
-def block_params(d_model, d_ff=None, bias=False, norm="rms"):
-    return 12 * d_model * d_model + 2 * d_model
-''', HINTS["d_ff_ignored"], visible=True),
-    Planted("ex03_block_params", "counted on a model built on the meta device", '''
-def block_params(d_model, d_ff=None, bias=False, norm="rms"):
-    with torch.device("meta"):
-        block = TransformerBlock(d_model, 1, d_ff, bias, norm)
-    return sum(p.numel() for p in block.parameters())
-''', HINTS["count_by_formula"], visible=True),
-    Planted("ex03_block_params", "a float instead of an int", '''
-def block_params(d_model, d_ff=None, bias=False, norm="rms"):
-    h = 4.0 * d_model if d_ff is None else float(d_ff)
-    b = 1 if bias else 0
-    norm_each = d_model * (2 if norm == "layer" and bias else 1)
-    return 4 * d_model * d_model + 4 * d_model * b + 2 * d_model * h + (h + d_model) * b + 2 * norm_each
-''', HINTS["returns_int"], visible=True),
-    Planted("ex03_gpt_params", "the tied embedding counted twice", '''
-def gpt_params(config):
-    c = config
-    final = c.d_model * (2 if c.norm == "layer" and c.bias else 1)
-    return (2 * c.vocab_size + c.block_size) * c.d_model + c.n_layer * block_params(c.d_model, c.d_ff, c.bias, c.norm) + final
-''', HINTS["tied_twice"], visible=True),
-    Planted("ex03_gpt_params", "the position embeddings forgotten", '''
-def gpt_params(config):
-    c = config
-    final = c.d_model * (2 if c.norm == "layer" and c.bias else 1)
-    head = 0 if c.tie_embeddings else c.vocab_size * c.d_model
-    return c.vocab_size * c.d_model + c.n_layer * block_params(c.d_model, c.d_ff, c.bias, c.norm) + final + head
-''', HINTS["position_embeddings"], visible=True),
-    Planted("ex03_gpt_params", "the final norm forgotten", '''
-def gpt_params(config):
-    c = config
-    head = 0 if c.tie_embeddings else c.vocab_size * c.d_model
-    return (c.vocab_size + c.block_size) * c.d_model + c.n_layer * block_params(c.d_model, c.d_ff, c.bias, c.norm) + head
-''', HINTS["final_norm"], visible=True),
-    Planted("ex03_gpt_params", "the untied head forgotten", '''
-def gpt_params(config):
-    c = config
-    final = c.d_model * (2 if c.norm == "layer" and c.bias else 1)
-    return (c.vocab_size + c.block_size) * c.d_model + c.n_layer * block_params(c.d_model, c.d_ff, c.bias, c.norm) + final
-''', HINTS["untied_head"], visible=True),
+    Planted("ex03_gpt_params", "the norm weights of the blocks forgotten",
+            _gpt(block="linear(d, 3 * d) + linear(d, d) + linear(d, hidden) + linear(hidden, d)"),
+            HINTS["norm_weights"], visible=True),
+    Planted("ex03_gpt_params", "the output projection forgotten",
+            _gpt(block="linear(d, 3 * d) + linear(d, hidden) + linear(hidden, d) + 2 * norm"),
+            HINTS["attention_proj"], visible=True),
+    Planted("ex03_gpt_params", "d_ff ignored: always 4d", _gpt(hidden="4 * d"), HINTS["d_ff_ignored"], visible=True),
+    Planted("ex03_gpt_params", "the lecture's 12d^2 + 2d block for every configuration",
+            _gpt(block="12 * d * d + 2 * d"), HINTS["d_ff_ignored"], visible=True),
+    Planted("ex03_gpt_params", "a bias counted for RMSNorm", _gpt(norm="d * (2 if c.bias else 1)"),
+            HINTS["rms_norm_bias"], visible=True),
+    Planted("ex03_gpt_params", "no bias on LayerNorm", _gpt(norm="d"), HINTS["layernorm_bias"], visible=True),
+    Planted("ex03_gpt_params", "no biases on the Linears", _gpt(linear_bias="0"), HINTS["linear_bias"], visible=True),
+    Planted("ex03_gpt_params", "the tied embedding counted twice",
+            _gpt(head="c.vocab_size * d"), HINTS["tied_twice"], visible=True),
+    Planted("ex03_gpt_params", "the position embeddings forgotten", _gpt(emb="c.vocab_size"),
+            HINTS["position_embeddings"], visible=True),
+    Planted("ex03_gpt_params", "the final norm forgotten", _gpt(final="0"), HINTS["final_norm"], visible=True),
+    Planted("ex03_gpt_params", "the untied head forgotten", _gpt(head="0"), HINTS["untied_head"], visible=True),
     Planted("ex03_gpt_params", "counted on a model built on the meta device", '''
 def gpt_params(config):
     with torch.device("meta"):
         model = GPT(config)
     return sum(p.numel() for p in model.parameters())
 ''', HINTS["count_by_formula"], visible=True),
+    Planted("ex03_gpt_params", "a float instead of an int", _gpt(hidden="4.0 * d if c.d_ff is None else float(c.d_ff)"),
+            HINTS["returns_int"], visible=True),
     Planted("ex03_rmsnorm", "mean instead of mean of squares", _RMS_HEAD + '''
         return x / torch.sqrt(x.mean(-1, keepdim=True).abs() + self.eps) * self.weight
 ''', HINTS["rms_mean_not_square"], visible=True),

@@ -1,6 +1,5 @@
 from lecture2.checks import HINTS
 
-import lecture2.exercises.pipeline  # noqa: F401  (registers the pipeline.* hints)
 import lecture2.exercises.sharding  # noqa: F401  (registers the sharding.* hints)
 
 from . import Planted
@@ -45,58 +44,6 @@ def _comm(ddp=2, zero12=1, zero3=2, factor="(n - 1) / n", size="n * math.ceil(n_
           reduce="reduce_bytes or dtype_bytes"):
     return (_COMM.replace("DDP", str(ddp)).replace("ZERO12", str(zero12)).replace("ZERO3", str(zero3))
             .replace("FACTOR", factor).replace("SIZE", size).replace("REDUCE", reduce))
-
-
-_MIN = '''
-def min_gpus(n_params, stage, gpu_memory_bytes, other_bytes=0):
-    replicated = REPLICATED
-    sharded = 16 * n_params - replicated
-    room = gpu_memory_bytes - OTHER - replicated
-    if sharded == 0:
-        return 1 if room >= 0 else NONE
-    if room <= 0:
-        return NONE
-    return max(1, ROUND(sharded / room))
-'''
-
-
-def _min(replicated="{0: 16, 1: 4, 2: 2, 3: 0}[stage] * n_params", other="other_bytes", none="None",
-         rounding="math.ceil"):
-    return (_MIN.replace("REPLICATED", replicated).replace("OTHER", other).replace("NONE", none)
-            .replace("ROUND", rounding))
-
-
-_TP = '''
-def tp_block_bytes(tokens, d, d_ff, t, dtype_bytes, bias=False):
-    matrices = (4 * d * d + 2 * d * d_ff) // MATRIX_T
-    norms = 2 * d // NORM_T
-    biases = ((3 * d + d_ff) // t + 2 * d // ROW_BIAS_T) if bias else 0
-    return {"params": PER_RANK * dtype_bytes * (matrices + norms + biases),
-            "allreduce": int(CALLS * tokens * d * dtype_bytes * FACTOR) * PER_RANK}
-'''
-
-
-def _tp(matrix_t="t", norm_t="1", row_bias_t="1", calls="4", factor="1", per_rank="1"):
-    return (_TP.replace("MATRIX_T", matrix_t).replace("NORM_T", norm_t).replace("ROW_BIAS_T", row_bias_t)
-            .replace("CALLS", calls).replace("FACTOR", factor).replace("PER_RANK", per_rank))
-
-
-_PIPE = '''
-def pipeline_schedule(p, m, v, stage):
-    if v > 1 and m % p:
-        raise ValueError(f"m={m} is not a multiple of p={p}")
-    bubble = BUBBLE
-    if v == 1:
-        in_flight = PLAIN
-    else:
-        in_flight = INTERLEAVED
-    return {"bubble": float(bubble), "in_flight": float(in_flight)}
-'''
-
-
-def _pipe(bubble="(p - 1) / (v * m + p - 1)", plain="min(p - stage, m)",
-          interleaved="min(2 * (p - stage - 1) + (v - 1) * p + 1, v * m) / v"):
-    return _PIPE.replace("BUBBLE", bubble).replace("PLAIN", plain).replace("INTERLEAVED", interleaved)
 
 
 MISTAKES = [
@@ -167,77 +114,4 @@ def comm_bytes_per_step(n_params, n_ranks, strategy, dtype_bytes, reduce_bytes=N
     [r] = distributed.run([distributed.Job("textbook", stage={"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}[strategy])], n_ranks)
     return float(sum(c["bytes"] for c in r.ranks[0]["collectives"]))
 ''', HINTS["sharding.instrument_off"]),
-    # exercise 3: the fewest GPUs
-    Planted("ex10_min_gpus", "ZeRO-1/2 divided entirely by n, as if ZeRO-3",
-            _min(replicated="{0: 16, 1: 0, 2: 0, 3: 0}[stage] * n_params"), HINTS["replicated_floor"]),
-    Planted("ex10_min_gpus", "plain DDP divided by n", _min(replicated="{0: 0, 1: 4, 2: 2, 3: 0}[stage] * n_params"),
-            HINTS["sharding.ddp_floor"]),
-    Planted("ex10_min_gpus", "other_bytes forgotten", _min(other="0"), HINTS["sharding.other_bytes"]),
-    Planted("ex10_min_gpus", "rounded down", _min(rounding="math.floor"), HINTS["sharding.min_gpus_ceil"]),
-    Planted("ex10_min_gpus", "infinity instead of None", _min(none="math.inf"), HINTS["sharding.none_not_inf"]),
-    Planted("ex10_min_gpus", "a float", _min(rounding="float"), HINTS["returns_int"]),
-    Planted("ex10_min_gpus", "the planner called", '''
-def min_gpus(n_params, stage, gpu_memory_bytes, other_bytes=0):
-    from lecture2 import estimate
-    for n in range(1, 100_000):
-        per = estimate.sharded_memory_bytes(n_params, n, ["none", "zero1", "zero2", "zero3"][stage])
-        if per["total"] + other_bytes <= gpu_memory_bytes:
-            return n
-    return None
-''', HINTS["sharding.instrument_off"]),
-    # exercise 4: tensor parallelism
-    Planted("ex10_tp_block_bytes", "the norms divided by t (they are replicated)", _tp(norm_t="t"),
-            HINTS["sharding.tp_norms"], visible=True),
-    Planted("ex10_tp_block_bytes", "the all-reduces of backward forgotten", _tp(calls="2"),
-            HINTS["sharding.tp_backward"], visible=True),
-    Planted("ex10_tp_block_bytes", "an all-reduce after every Linear, forward and backward", _tp(calls="8"),
-            HINTS["sharding.tp_row_only"]),
-    Planted("ex10_tp_block_bytes", "the ring's bytes sent instead of the tensors' size", _tp(factor="2 * (t - 1) / t"),
-            HINTS["sharding.tp_tensor_size"]),
-    Planted("ex10_tp_block_bytes", "the row-parallel biases divided by t", _tp(row_bias_t="t"),
-            HINTS["sharding.tp_row_bias"]),
-    Planted("ex10_tp_block_bytes", "the matrices not divided", _tp(matrix_t="1"), HINTS["sharding.tp_unsharded"]),
-    Planted("ex10_tp_block_bytes", "all ranks together", _tp(per_rank="t"), HINTS["sharding.tp_per_rank"]),
-    Planted("ex10_tp_block_bytes", "the planner called", '''
-def tp_block_bytes(tokens, d, d_ff, t, dtype_bytes, bias=False):
-    from lecture2 import planner
-    shape = planner.ModelShape("x", 1, d, t, d_ff, 1, ffn="gelu")
-    return {"params": int(dtype_bytes * (shape.layer_matrix_params() / t + 2 * d)), "allreduce": 4 * tokens * d * dtype_bytes}
-''', HINTS["sharding.instrument_off"]),
-    # exercise 5: the pipeline schedule
-    Planted("ex10_pipeline_schedule", "the bubble over the compute time, not over the pipeline's",
-            _pipe(bubble="(p - 1) / (v * m)"), HINTS["pipeline.bubble_over_compute"], visible=True),
-    Planted("ex10_pipeline_schedule", "the bubble without the virtual stages", _pipe(bubble="(p - 1) / (m + p - 1)"),
-            HINTS["pipeline.bubble_no_v"], visible=True),
-    Planted("ex10_pipeline_schedule", "the bubble's slots in chunks, the pipeline's in micro-batches",
-            _pipe(bubble="(p - 1) / v / (m + p - 1)"), HINTS["pipeline.bubble_units"]),
-    Planted("ex10_pipeline_schedule", "1F1B's in-flight count under interleaving",
-            _pipe(interleaved="min(p - stage, m)"), HINTS["pipeline.in_flight_plain"], visible=True),
-    Planted("ex10_pipeline_schedule", "the warm-up not capped by the micro-batches there are",
-            _pipe(plain="p - stage", interleaved="(2 * (p - stage - 1) + (v - 1) * p + 1) / v"),
-            HINTS["pipeline.in_flight_uncapped"], visible=True),
-    Planted("ex10_pipeline_schedule", "chunks counted instead of micro-batches' worth",
-            _pipe(interleaved="min(2 * (p - stage - 1) + (v - 1) * p + 1, v * m)"),
-            HINTS["pipeline.in_flight_chunks"], visible=True),
-    Planted("ex10_pipeline_schedule", "stages counted from 1",
-            _pipe(plain="min(p - stage + 1, m)", interleaved="min(2 * (p - stage) + (v - 1) * p + 1, v * m) / v"),
-            HINTS["pipeline.stage_from_one"], visible=True),
-    Planted("ex10_pipeline_schedule", "the interleaved warm-up used for plain 1F1B too",
-            _pipe(plain="min(2 * (p - stage - 1) + 1, m)"), HINTS["pipeline.interleaved_at_v1"], visible=True),
-    Planted("ex10_pipeline_schedule", "the planner called", '''
-def pipeline_schedule(p, m, v, stage):
-    from lecture2 import planner
-    return {"bubble": planner.bubble_fraction(p, m, v),
-            "in_flight": planner.in_flight_chunks(stage, p, m, v) / v}
-''', HINTS["pipeline.instrument_off"], visible=True),
-    Planted("ex10_pipeline_schedule", "a tuple instead of the dict", '''
-def pipeline_schedule(p, m, v, stage):
-    return ((p - 1) / (v * m + p - 1), min(p - stage, m))
-''', "dict"),
-    Planted("ex10_pipeline_schedule", "no ValueError when m is not a multiple of p", '''
-def pipeline_schedule(p, m, v, stage):
-    bubble = (p - 1) / (v * m + p - 1)
-    in_flight = min(p - stage, m) if v == 1 else min(2 * (p - stage - 1) + (v - 1) * p + 1, v * m) / v
-    return {"bubble": float(bubble), "in_flight": float(in_flight)}
-''', HINTS["raises_value_error"]),
 ]

@@ -4,7 +4,7 @@
     stop_running(threads)                   Ctrl-C, or a Dask worker told to stop: SIGTERM the judges of `threads`
 
 A judge is a child of a fork server that imported torch, lecture2's checks and the judge once for the whole run
-(`Runtime.forkserver`), or else a fresh `python -m lecture2_grader.judge`. It never outlives the process that
+(`Runtime.forkserver`), or else a fresh `python -m lecture2_grader.judging.judge`. It never outlives the process that
 started it (PR_SET_PDEATHSIG). When the notebook's time is up it is asked to stop (SIGTERM: it writes what it has
 and kills the student's process), then killed; a judge that returned nothing is a failure with its cause.
 """
@@ -22,8 +22,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from .records import Judged
-from .runtime import GRADER, STOP_SECONDS, Runtime
+from ..records import Judged
+from ..runtime import GRADER, STOP_SECONDS, Runtime
 
 def run(judge_job: dict, runtime: Runtime, slot: threading.Semaphore | None = None,
         started: list | None = None) -> dict:
@@ -34,9 +34,7 @@ def run(judge_job: dict, runtime: Runtime, slot: threading.Semaphore | None = No
     process before it waits for the slot, so that the next notebook's interpreter and torch are loading while the
     one before is judged (the sandbox and the process are the next notebook's own, and run nothing before their
     turn). The notebook's time limit counts from the slot; `started` gets that moment (time.perf_counter())."""
-    judge_job = {**judge_job, "cell_timeout": runtime.cell_timeout, "threads": runtime.threads, "cuda": runtime.cuda,
-                 "kernel": runtime.kernel_spec(),  # this machine's: what a job carries is the same everywhere
-                 "judge_memory": None if runtime.cuda else runtime.judge_memory}  # a GPU's driver maps its own
+    judge_job = {**judge_job, **runtime.judge_settings()}  # this machine's: what a job carries is the same everywhere
     slot = slot or contextlib.nullcontext()
     if runtime.forkserver and forkserver_usable():
         return _execute_forked(judge_job, runtime, slot, started)
@@ -47,12 +45,12 @@ def run(judge_job: dict, runtime: Runtime, slot: threading.Semaphore | None = No
 
 
 def _execute_process(judge_job: dict, runtime: Runtime) -> dict:
-    """The judge as a fresh `python -m lecture2_grader.judge` (where a fork server cannot be used)."""
+    """The judge as a fresh `python -m lecture2_grader.judging.judge` (where a fork server cannot be used)."""
     with tempfile.TemporaryDirectory(prefix="lecture2-judge-") as work:
         env = dict(os.environ, OMP_NUM_THREADS=str(runtime.threads), MKL_NUM_THREADS=str(runtime.threads),
                    MPLCONFIGDIR=str(Path(work) / ".matplotlib"), PYTHONDONTWRITEBYTECODE="1")
         env["PYTHONPATH"] = os.pathsep.join([str(GRADER.parent), *filter(None, [env.get("PYTHONPATH")])])
-        proc = subprocess.Popen([sys.executable, "-X", "utf8", "-m", "lecture2_grader.judge"], cwd=work, env=env,
+        proc = subprocess.Popen([sys.executable, "-X", "utf8", "-m", "lecture2_grader.judging.judge"], cwd=work, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
         def drain():  # read and dropped: a judge's own failure comes back in its results, in its own words
@@ -127,10 +125,10 @@ def die_with_parent() -> None:
 
 # ---- the judge's fork server: the imports paid once per grading run, a fresh process per notebook
 
-PRELOAD = ["lecture2_grader.preload"]  # what the fork server imports once (preload.py says what and why)
+PRELOAD = ["lecture2_grader.judging.preload"]  # what the fork server imports once (preload.py says what and why)
 # Imported by the fork server only for a run that grades one of these notebooks (stem -> modules): a run of other
 # notebooks never pays for them, and a judge of such a notebook in a run that did not preload them imports them itself.
-PRELOAD_FOR = {"06_memory": ["lecture2_grader.preload_bitsandbytes"]}
+PRELOAD_FOR = {"06_memory": ["lecture2_grader.judging.preload_bitsandbytes"]}
 _CONTEXT = None
 _CONTEXT_LOCK = threading.Lock()
 
@@ -241,7 +239,7 @@ def _stop(proc: subprocess.Popen) -> None:
     except ProcessLookupError:
         return
     try:
-        proc.wait(20)
+        proc.wait(STOP_SECONDS)
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)

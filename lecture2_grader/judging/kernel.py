@@ -10,12 +10,13 @@ It reads framed messages (lecture2.wire) on its standard input and answers each 
     {"op": "call", "name": N, "args", "kwargs"}                      N(*args, **kwargs): its value, as data
     {"op": "observe", "name": N, "key": K, ...}                       lecture2's registered instrument K on N
     {"op": "session_open" | "session_call" | "session_close", ...}    a session object of lecture2 beside N
-    {"op": "bye"}
 
-Every reply carries the request's `id` (a random token the judge chose for that request: a reply written
-before its request was made cannot carry it) and either `ok` (the value, encoded; a tensor's bytes travel as a
-blob of the frame), `raised` (the exception's class names and message) or `timeout` (it ran past the time the
-request allowed). What it receives is a case's inputs; what it sends is data about the student's
+Every request carries its `timeout`: the seconds it may take (each cell of a run, or the call), which the judge
+computes from runtime.py's limits; a request without one is refused (the process exits, status 3, as for a
+message that is not in the wire's grammar). Every reply carries the request's `id` (a random token the judge
+chose for that request: a reply written before its request was made cannot carry it) and either `ok` (the
+value, encoded; a tensor's bytes travel as a blob of the frame), `raised` (the exception's class names and
+message) or `timeout` (it ran past the time the request allowed). What it receives is a case's inputs; what it sends is data about the student's
 answer: never a verdict, an expected value or a check's source, which it never has. Whatever the student's
 code does to this process (it runs in it) can only change that data. The judge decodes every reply strictly
 and gives up on the process when it sends anything else, falls silent past the time left, or dies.
@@ -39,6 +40,12 @@ _clock = time.perf_counter  # bound now: a cell that replaces time.perf_counter 
 
 class CellTimeout(BaseException):
     """Raised when a cell or a call ran past its time."""
+
+
+def _seconds(msg: dict) -> float | None:
+    """The time limit `msg` carries (seconds, positive and finite); None when it carries none."""
+    seconds = msg.get("timeout")
+    return float(seconds) if type(seconds) in (int, float) and 0 < seconds < float("inf") else None
 
 
 def _read_exact(fd: int, n: int) -> bytes:
@@ -114,13 +121,14 @@ class Kernel:
 
     # -- requests
 
-    def handle(self, msg: dict, blobs: list, out: list) -> dict:
-        """The reply to request `msg` (its tensors' bytes in `blobs`); the reply's own blobs go to `out`."""
+    def handle(self, msg: dict, seconds: float, blobs: list, out: list) -> dict:
+        """The reply to request `msg` (its tensors' bytes in `blobs`), within its `seconds`; the reply's own blobs go
+        to `out`."""
         from lecture2 import answers, wire
 
         op = msg.get("op")
         if op == "run":
-            return {"cells": wire.encode(self.run_cells(list(msg.get("cells") or []), float(msg.get("timeout", 120))))}
+            return {"cells": wire.encode(self.run_cells(list(msg.get("cells") or []), seconds))}
         instrument = None
         if op in ("observe", "session_open"):  # its module first: it may register the records its inputs use
             instrument = answers.find_observer(str(msg.get("key")))
@@ -132,7 +140,7 @@ class Kernel:
             method = msg.get("key")
             if not isinstance(method, str) or method.startswith("_"):
                 raise AttributeError(f"no method {method!r}")
-            return {"ok": wire.encode(self._timed(getattr(target, method), args, kwargs, msg), out)}
+            return {"ok": wire.encode(self._timed(getattr(target, method), args, kwargs, seconds), out)}
         if op == "session_close":
             self.sessions.pop(msg.get("name"), None)
             return {"ok": None}
@@ -142,21 +150,21 @@ class Kernel:
             raise NameError(f"name {name!r} is not defined (your answer cell does not define it)")
         target = namespace[name]
         if op == "call":
-            return {"ok": wire.encode(self._timed(target, args, kwargs, msg), out)}
+            return {"ok": wire.encode(self._timed(target, args, kwargs, seconds), out)}
         if op == "observe":
-            return {"ok": wire.encode(self._timed(instrument, (target, *args), kwargs, msg), out)}
+            return {"ok": wire.encode(self._timed(instrument, (target, *args), kwargs, seconds), out)}
         if op == "session_open":
-            obj = self._timed(instrument, (target, *args), kwargs, msg)
+            obj = self._timed(instrument, (target, *args), kwargs, seconds)
             handle, self.next_session = self.next_session, self.next_session + 1
             self.sessions[handle] = obj
             return {"ok": handle}
         raise ValueError(f"unknown request {op!r}")
 
-    def _timed(self, fn, args: tuple, kwargs: dict, msg: dict):
-        """fn(*args, **kwargs) with the request's time limit, and what it prints swallowed."""
+    def _timed(self, fn, args: tuple, kwargs: dict, seconds: float):
+        """fn(*args, **kwargs) within the request's `seconds`, and what it prints swallowed."""
         saved = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = io.StringIO()
-        _alarm(float(msg.get("timeout", 120)))
+        _alarm(seconds)
         try:
             return fn(*args, **kwargs)
         finally:
@@ -220,13 +228,12 @@ def main(argv: list[str]) -> int:
             return 0
         except wire.Malformed:
             return 3
-        if not isinstance(msg, dict):
+        seconds = _seconds(msg) if isinstance(msg, dict) else None
+        if seconds is None:  # not a request of the judge's: every one says how long it may take
             return 3
-        if msg.get("op") == "bye":
-            os._exit(0)  # nothing after this is read: no teardown
         out: list = []
         try:
-            reply = kernel.handle(msg, blobs, out)
+            reply = kernel.handle(msg, seconds, blobs, out)
         except CellTimeout:
             reply, out = {"timeout": f"did not return within {msg.get('timeout')} s"}, []
         except BaseException as err:  # the answer raised (SystemExit and the like included): described as data

@@ -1,15 +1,16 @@
 """The judge: runs a notebook's test cells, hidden tests included, and never a student's object.
 
-    python -m lecture2_grader.judge < job.json > results.json      (started by lecture2_grader.pipeline)
+    python -m lecture2_grader.judging.judge < job.json > results.json    (started by launch.py, or forked)
 
 It reads one job (the test cells, the cells the student's process must run, the names the answer cells
-define, the time limits and how to start the sandbox) from its standard input. Each name an answer cell
-defines is bound to a lecture2.answers.Remote, so a test cell reads and runs as in the lab: its calls go to
-the student's process (lecture2_grader.kernel, in its sandbox), which gets the case's inputs and sends back
-plain data. Before each test cell, the student's process runs the cells that come before it (the order of the
-notebook is kept). Expected values, tolerances, check groups and hints stay here; each exercise's outcome comes
-from lecture2.checks.exercise, reported to this process's Sink (checks.reporting_to). What it writes on its
-standard output is the results (JSON), read by the grader as its own.
+define, and runtime.KernelSpec: how to start the student's process, with every limit) from its standard
+input. Each name an answer cell defines is bound to a lecture2.answers.Remote, so a test cell reads and runs
+as in the lab: its calls go to the student's process (judging/kernel.py, in its sandbox), which gets the
+case's inputs and sends back plain data. Before each test cell, the student's process runs the cells that
+come before it (the order of the notebook is kept). Expected values, tolerances, check groups and hints stay
+here; each exercise's outcome comes from lecture2.checks.exercise, reported to this process's Sink
+(checks.reporting_to). What it writes on its standard output is the results (JSON), read by the grader as its
+own.
 """
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ import sys
 import time
 import traceback
 
-from . import score
-from .course import hidden_range
-from .link import WITHHELD
-from .records import CellStatus, Judged, KernelReport, TestRun
-from .score import group_lines
+from .. import score
+from ..course import hidden_range
+from ..records import CellStatus, Judged, KernelReport, TestRun
+from ..runtime import KernelSpec
+from ..score import group_lines
+from .link import WITHHELD, KernelLink
 
 
 class Stopped(BaseException):
@@ -100,13 +102,12 @@ def _error(err: BaseException, filename: str, hidden: tuple[int, int] | None, ta
             "hint": checks.HINTS[hint_key] if isinstance(hint_key, str) and hint_key in checks.HINTS else None}
 
 
-def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout: float) -> TestRun:
+def run_test(link, sink: Sink, test: dict, answer_names: list[str]) -> TestRun:
     """Run one test cell here, its answer names reaching the student's process through `link`, its exercises
-    reporting to `sink`."""
+    reporting to `sink`, its calls within the cell's time limit (KernelLink.begin_test_cell)."""
     from lecture2 import answers, checks
 
     sink.reports, sink.tainted, sink.link = {}, set(), link
-    link.new_budget()
     filename = f"<test cell {test['grade_id']}>"
     hidden = hidden_range(test["source"])
     sink.hidden_labels = {label for label, line in group_lines(test["source"]).items()
@@ -114,8 +115,8 @@ def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout
     link.hidden = (filename, *hidden) if hidden else None
     namespace = {"__name__": "__main__", "__builtins__": __builtins__,
                  **{name: answers.Remote(name, link) for name in answer_names}}
+    link.begin_test_cell()
     start = time.monotonic()
-    link.deadline = start + cell_timeout
     entry = TestRun(test["grade_id"], test["index"])
     try:
         with contextlib.redirect_stdout(io.StringIO()), checks.reporting_to(sink):  # what a check prints is the
@@ -129,58 +130,79 @@ def run_test(link, sink: Sink, test: dict, answer_names: list[str], cell_timeout
     return entry
 
 
-def kernel_link(job: dict):
-    from .link import KernelLink, KernelSpec
-    from .sandbox import Limits
+class Judge:
+    """One notebook's judging, step by step: its link to the student's process (made from the job's KernelSpec), the
+    sink its checks report to, the cells that have still to run and what each one that ran did. `judge` takes a job
+    through it in the notebook's order; the course's exercise tests step it themselves (tests/judging.py)."""
 
-    spec = job["kernel"]
-    return KernelLink(KernelSpec(binds=spec["binds"], limits=Limits(**spec["limits"]), sandboxed=spec["sandboxed"],
-                                 mpl_cache=spec.get("mpl_cache"), cell_timeout=job["cell_timeout"],
-                                 max_starts=spec.get("max_starts", 3)))
+    def __init__(self, job: dict):
+        self.job = job
+        self.link = KernelLink(KernelSpec.from_json(job["kernel"]))
+        self.sink = Sink()
+        self.pending = sorted(job["cells"], key=lambda c: c["at"])  # the plan's cells not run yet
+        self.cells: dict[int, CellStatus] = {}  # each cell that ran: its latest status
+        self.tests: list[TestRun] = []
+
+    def run_cells(self, cells: list[dict]) -> list[dict]:
+        """Run `cells` in the student's process (a new budget of starts); their statuses, each kept by its index."""
+        self.link.new_budget()
+        statuses = self.link.run_cells(cells)
+        for status in statuses:
+            cell = CellStatus.from_json(status)
+            if cell is not None:
+                self.cells[cell.index] = cell
+        return statuses
+
+    def run_cells_before(self, index: int) -> list[dict]:
+        """The plan's cells that come before the cell at `index` (and have not run), run; their statuses."""
+        before = [c for c in self.pending if c["at"] < index]
+        self.pending = self.pending[len(before):]
+        return self.run_cells(before) if before else []
+
+    def run_test(self, test: dict) -> TestRun:
+        """One test cell, its hidden cases drawn from the job's secret (draws.py; None: this process's own)."""
+        from lecture2 import checks
+
+        with checks.drawing_from(self.job.get("draw")):
+            entry = run_test(self.link, self.sink, test, self.job["answer_names"])
+        self.tests.append(entry)
+        return entry
+
+    def results(self, stopped: bool = False) -> Judged:
+        events = self.link.events
+        return Judged(list(self.tests), [self.cells[i] for i in sorted(self.cells)],
+                      KernelReport(events.starts, events.deaths, events.oom, events.output_tail[-4000:]),
+                      "stopped" if stopped else "")
+
+    def close(self) -> None:
+        self.link.close()
 
 
 def judge(job: dict, wait=None) -> Judged:
     """Run a job's test cells in order, the student's process running the cells before each; the results. With
     `wait`, the student's process is started first, then `wait()` is called (the executor's turn to judge)."""
-    from lecture2 import checks
-
-    link = kernel_link(job)
-    sink = Sink()
-    pending = sorted(job["cells"], key=lambda c: c["at"])
-    cells: dict[int, CellStatus] = {}
-    results = []
+    session = Judge(job)
     stopped = False
     try:
         if wait is not None:
-            link.warm()
+            session.link.warm()
             wait()
-        with checks.drawing_from(job.get("draw")):  # the student's own hidden cases (draws.py)
-            for test in job["tests"]:
-                before = [c for c in pending if c["at"] < test["index"]]
-                pending = pending[len(before):]
-                if before:
-                    link.new_budget()
-                    for status in link.run_cells(before, job["cell_timeout"]):
-                        cell = CellStatus.from_json(status)
-                        if cell is not None:
-                            cells[cell.index] = cell
-                results.append(run_test(link, sink, test, job["answer_names"], job["cell_timeout"]))
+        for test in job["tests"]:
+            session.run_cells_before(test["index"])
+            session.run_test(test)
     except Stopped:
         stopped = True
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second request to stop must not interrupt the cleanup
     finally:
-        link.close()
-    events = link.events
-    return Judged(results, [cells[i] for i in sorted(cells)],
-                  KernelReport(events.starts, events.deaths, events.oom, events.output_tail[-4000:]),
-                  "stopped" if stopped else "")
+        session.close()
+    return session.results(stopped)
 
 
 def run_job(job: dict, wait=None) -> dict:
     """Set this process up for `job` (threads, GPU, the grading flag) and judge it; the results as JSON-able data
-    (records.Judged). Call it in a fresh process: `python -m lecture2_grader.judge`, or a child of the fork server."""
+    (records.Judged). Call it in a fresh process: `python -m lecture2_grader.judging.judge`, or a child of the fork server."""
     signal.signal(signal.SIGTERM, _on_term)
-    from .sandbox import limit_data
+    from ..sandbox import limit_data
 
     limit_data(job.get("judge_memory"))  # a check that formats or builds too much fails with MemoryError, here only
     if not job.get("cuda", True):

@@ -1,4 +1,4 @@
-"""The judge's end of the wire to a student's process (lecture2_grader.kernel in its sandbox).
+"""The judge's end of the wire to a student's process (judging/kernel.py, in its sandbox).
 
 `KernelLink` starts the kernel when it is first needed, runs the cells the student's answers need, and makes
 the calls the test cells ask for (lecture2.answers.Remote calls `request`). Every request carries a random id
@@ -23,24 +23,8 @@ from pathlib import Path
 
 from lecture2 import answers, wire
 
-from . import sandbox
-
-KERNEL = Path(__file__).resolve().parent / "kernel.py"
-
-
-@dataclass
-class KernelSpec:
-    """How to start the student's process for one notebook."""
-
-    binds: list[str]  # read-only paths it may see (the lecture2 package, the kernel script, the font cache)
-    limits: sandbox.Limits
-    sandboxed: bool = True
-    mpl_cache: str | None = None
-    cell_timeout: float = 120.0
-    start_timeout: float = 120.0
-    max_starts: int = 3  # starts of the student's process per test cell (see KernelLink.new_budget)
-    max_total_starts: int = 12  # and per notebook
-    import_torch: bool = True  # imported before the hello, while the judge waits (the preflight's process needs none)
+from .. import sandbox
+from ..runtime import KERNEL, LATE_REPLY_SECONDS, KernelSpec
 
 
 @dataclass
@@ -124,10 +108,17 @@ class KernelLink:
                 pass
 
     def new_budget(self) -> None:
-        """A new test cell: its checks may start the student's process `max_starts` times again."""
+        """A new test cell, or the cells before it: they may start the student's process `max_starts` times again."""
         self._starts_here = 0
         if self.events.starts < self.spec.max_total_starts:
             self._gave_up = False
+
+    def begin_test_cell(self, seconds: float | None = None) -> None:
+        """A test cell begins: its calls must return within the cell's time limit from now (the spec's; a test may
+        give `seconds` instead), and may start the student's process `max_starts` times again. The one place the
+        cell's deadline is set (run_cells keeps its own per cell, and a restart's time is the grader's)."""
+        self.new_budget()
+        self.deadline = time.monotonic() + (self.spec.cell_timeout if seconds is None else seconds)
 
     def _start(self) -> None:
         if self._starts_here >= self.spec.max_starts or self.events.starts >= self.spec.max_total_starts:
@@ -157,7 +148,7 @@ class KernelLink:
         if not isinstance(hello, dict) or "lecture2" not in hello:
             self._give_up("the student's process did not start")
         if self._cells_sent:  # a fresh process: the cells the answers need, again (those that ran to the end)
-            self._exchange({"op": "run", "cells": self._cells_sent, "timeout": self.spec.cell_timeout}, replay=True)
+            self._exchange({"op": "run", "cells": self._cells_sent}, replay=True)
 
     def _give_up(self, why: str, exc: type[Exception] = answers.AnswerUnavailable, detail: str = "") -> None:
         """Kill the process, note why (the judge's words; `detail`, what the process itself sent or did, only while
@@ -166,16 +157,7 @@ class KernelLink:
             why = f"{why} ({detail})"
         elif detail:
             why = f"{why} ({TAINTED_DETAIL})"
-        if self._run is not None:
-            self._run.kill()
-            self.events.oom = self.events.oom or self._run.oom_killed()
-            for fd in (self._req, self._rep):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            self._run = None
-        self._keep_tail()
+        self.close()
         if self.events.oom and "memory" not in why:
             why += " (out of memory: the notebook's memory limit was reached)"
         self.events.deaths.append(why)
@@ -277,7 +259,7 @@ class KernelLink:
         the cells again) within the cells' own time."""
         now = time.monotonic()
         if replay:
-            deadline = now + min(600.0, self.spec.cell_timeout * max(1, len(message.get("cells") or [])))
+            deadline = now + min(self.spec.replay_timeout, self.spec.cell_timeout * max(1, len(message["cells"])))
             timeout = self.spec.cell_timeout
         else:
             if self.deadline - now <= 0:
@@ -291,7 +273,7 @@ class KernelLink:
                 self.deadline += time.monotonic() - now
             now = time.monotonic()
             timeout = max(0.001, min(self.deadline - now, float(message.get("timeout", self.deadline - now))))
-            deadline = self.deadline + 2.0  # the process's own alarm fires first; this is for one that ignores it
+            deadline = self.deadline + LATE_REPLY_SECONDS  # the process's own alarm fires first
         call = secrets.token_hex(8)  # unguessable: a reply written before this request cannot carry it
         blobs = message.pop("blobs", [])
         message = {**message, "id": call, "timeout": round(timeout, 3)}
@@ -318,19 +300,20 @@ class KernelLink:
 
     # ---- what the judge and lecture2.answers.Remote use
 
-    def run_cells(self, cells: list[dict], timeout: float) -> list[dict]:
-        """Run `cells` (plan entries) in the student's process, one at a time; their statuses. A cell that ran
-        past its time or ended the process is not run again by a new process (its status says why)."""
+    def run_cells(self, cells: list[dict]) -> list[dict]:
+        """Run `cells` (plan entries) in the student's process, one at a time, each within the cell time limit; their
+        statuses. A cell that ran past its time or ended the process is not run again by a new process (its status
+        says why)."""
         statuses = []
         saved = self.deadline
         try:
             for cell in cells:
-                self.deadline = time.monotonic() + timeout
+                self.deadline = time.monotonic() + self.spec.cell_timeout
                 try:
                     try:
-                        status = self._run_one(cell, timeout)
+                        status = self._run_one(cell)
                     except Unasked:  # not this cell's doing: it runs in the new process
-                        status = self._run_one(cell, timeout)
+                        status = self._run_one(cell)
                 except answers.AnswerUnavailable as err:
                     status = {"index": cell.get("index"), "seconds": 0.0, "stdout": "", "line": None,
                               "status": "timeout" if isinstance(err, answers.AnswerTimeout) else "not run",
@@ -342,11 +325,12 @@ class KernelLink:
             self.deadline = saved
         return statuses
 
-    def _run_one(self, cell: dict, timeout: float) -> dict:
+    def _run_one(self, cell: dict) -> dict:
         """One cell's status, its seconds measured here (the judge's clock, never the process's word); what a
         process that had received a hidden case printed or raised is not kept, not even its exception's class."""
         start = time.monotonic()
-        status = _clean_statuses(self._exchange({"op": "run", "cells": [cell], "timeout": timeout}), [cell])[0]
+        status = _clean_statuses(self._exchange({"op": "run", "cells": [cell], "timeout": self.spec.cell_timeout}),
+                                 [cell])[0]
         status["seconds"] = round(time.monotonic() - start, 3)
         room = max(0, PRINTED - self._printed)
         if len(status["stdout"]) > room:

@@ -1,5 +1,5 @@
-"""bitsandbytes for the judges' fork server (launch.PRELOAD_FOR): notebook 06's checks step its 8-bit Adam, and it takes
-about three seconds to import (it compiles its CPU kernels' wrappers with torch.compile, which imports torch._dynamo
+"""bitsandbytes, imported once by the judges' fork server for a run that grades notebook 06 (launch.PRELOAD_FOR).
+Notebook 06's checks step its 8-bit Adam, and it takes about three seconds to import (it compiles its CPU kernels' wrappers with torch.compile, which imports torch._dynamo
 and torch._inductor), so a run that grades notebook 06 imports it once rather than in every judge, and a run that
 does not never pays for it. Only where there is no NVIDIA GPU: it may initialise CUDA as it loads, and a process
 forked after that cannot use CUDA."""
