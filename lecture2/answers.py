@@ -225,15 +225,6 @@ def quoted(err: BaseException, limit: int = 200) -> str:
     return f"{name}: {line}"[:limit] if line else name[:limit]
 
 
-@observer
-def kind_of(target) -> dict:
-    """What kind of object an answer defined (for a message that says "tensor_bytes is a class, not a function")."""
-    import inspect
-
-    return {"callable": callable(target), "class": inspect.isclass(target),
-            "function": inspect.isfunction(target) or inspect.ismethod(target), "type": type(target).__name__}
-
-
 # ---- lecture2's own calculator and engines, switched off while an answer that must not use them runs
 
 # The one list of what "switched off" means: the course's calculator (its formulas, which exercises ask students to

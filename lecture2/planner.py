@@ -10,7 +10,9 @@ named parts, MFU, HFU, days and dollars; search the layouts for the fastest that
 
 The model lives in lecture2.planning, one module per part (shapes, layout, compute, collectives, schedule, memory,
 costs, step, plan, search, conventions, published, reached); docs/planning.md states every formula, its source, and
-the conformance table of published runs it is held to, and how far that lets you trust a plan. This module is the public face the notebooks, the CLI and the tests use.
+the conformance table of published runs it is held to, and how far that lets you trust a plan. This module gathers
+the names a plan needs (notebook 11, the CLI and the tests use it); notebook 11 also reads two parts directly:
+lecture2.planning.collectives (the NCCL model beside lecture2.network's) and lecture2.planning.published (the runs).
 """
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ import math
 import torch
 import torch.distributed as dist
 
-from .distributed.collectives import all_gather_flat, reduce_scatter_flat
+from .flat_collectives import all_gather_flat, reduce_scatter_flat
 
 __all__ = ["RECIPES", "Optimizer", "ZeroEngine"]
 

@@ -436,11 +436,11 @@ def test_warm_ranks_leave_by_themselves_and_stale_groups_are_replaced(monkeypatc
 def test_flat_collectives_run_on_torch_with_or_without_the_new_names(monkeypatch, new_names):
     """torch 2.13 added reduce_scatter_single / all_gather_single; older builds (a student's CUDA torch, the lent
     H200's 2.11) have only reduce_scatter_tensor / all_gather_into_tensor. The ZeRO engine and the timing job call
-    them through lecture2.distributed.collectives, which takes whichever the running torch has."""
+    them through lecture2.flat_collectives, which takes whichever the running torch has."""
     import torch
     import torch.distributed as dist
 
-    from lecture2.distributed.collectives import all_gather_flat, reduce_scatter_flat
+    from lecture2.flat_collectives import all_gather_flat, reduce_scatter_flat
 
     if not new_names:  # torch.distributed as 2.12 shows it (2.13's deprecated names still call the new ones inside)
         monkeypatch.delattr(dist, "reduce_scatter_single", raising=False)

@@ -115,8 +115,8 @@ def test_calls_cross_as_data_and_inputs_are_copies(link):
     t = remote(link, "tensor")()
     assert t.shape == (2, 3) and t.sum().item() == 15
     assert type(remote(link, "a_class_instance")()).__name__ == "Unsupported"
-    assert answers.observe(answers.kind_of, remote(link, "add")) == {"callable": True, "class": False, "function": True,
-                                                                      "type": "function"}
+    assert answers.observe(answers.without_instruments, remote(link, "add"), (), 2, 3) == {"returned": 5,
+                                                                                             "used": False}
 
 
 def test_exceptions_come_back_as_builtin_classes_under_the_answers_names(link):

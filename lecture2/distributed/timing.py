@@ -35,7 +35,7 @@ def replay(op: str, t, group, world: int) -> None:
     import torch
     import torch.distributed as dist
 
-    from .collectives import all_gather_flat, reduce_scatter_flat
+    from ..flat_collectives import all_gather_flat, reduce_scatter_flat
 
     if op == "all_reduce":
         dist.all_reduce(t, group=group)

@@ -22,9 +22,4 @@ from .plan import Plan
 from .shapes import MODELS, ModelShape, from_config, model
 from .step import plan
 
-__all__ = ["MODELS", "MODULES", "Layout", "ModelShape", "Plan", "Run", "from_config", "model", "plan"]
-
-# every module of the package: what answers.instruments_off switches off beside a student's answer
-MODULES = tuple(f"lecture2.planning.{name}" for name in (
-    "shapes", "layout", "compute", "collectives", "schedule", "memory", "costs", "step", "plan", "search",
-    "conventions", "published", "reached"))
+__all__ = ["MODELS", "Layout", "ModelShape", "Plan", "Run", "from_config", "model", "plan"]

@@ -15,7 +15,7 @@ FLOPs per token (training, forward + backward = 3 x forward):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -395,8 +395,3 @@ def check_divisible(shape: ModelShape, tp: int) -> None:
     if shape.n_heads % tp or (not shape.mla and shape.kv % tp and tp % shape.kv):
         raise ValueError(f"tp={tp} 要整除 n_heads={shape.n_heads} 和 kv_heads={shape.kv} (tp must divide the heads; "
                          f"with fewer KV heads than tp, tp must be a multiple of them)")
-
-
-def shape_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(ModelShape))
-

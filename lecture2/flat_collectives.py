@@ -4,6 +4,9 @@ torch 2.13 names them `reduce_scatter_single` and `all_gather_single` and deprec
 `all_gather_into_tensor`; torch 2.12 and older have only the old names (a CUDA build a student installs, the lent
 H200's torch 2.11). The function is looked up at each call, so that lecture2.distributed.counting's wrappers, which
 replace torch.distributed's attributes, see it.
+
+On the ground floor (it imports only torch.distributed, at the call), so that lecture2.zero reads it without pulling
+in lecture2.distributed's process handling (subprocess, signals).
 """
 from __future__ import annotations
 
