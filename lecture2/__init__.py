@@ -2,9 +2,12 @@
 
 Modules, one job each:
     hardware  dense peak FLOP/s by GPU and dtype, memory, device detection, the CPU's measured peak
-    measure   FLOPs of a callable, bytes saved for backward, peak CUDA memory, benchmark timing
+    measure   FLOPs of a callable, bytes saved (or kept) for backward, peak CUDA memory, benchmark and paired timing
     models    the small MLP, the pre-norm TransformerBlock and the GPT stack the notebooks measure
-    training_state  bytes a model and its optimizer hold right now (params, grads, optimizer states)
+    training_state  bytes a model and its optimizer hold right now (params, grads, optimizer states), and what one
+              real step of a recipe (optimizer x precision) leaves held
+    recompute the recomputation strategies of one block side by side (checkpointing, selective checkpointing)
+    data      a token file on disk read through a counter (the bytes a get_batch reads, notebook 04)
     estimate  the accounting calculator's arithmetic (FLOPs, time, cost, memory recipes of a training run)
     checks    comparisons and mistake hints (by key) for the notebooks' test cells
     answers   the one seam between a check and a student's answer: call, observe, session (plain data both ways)

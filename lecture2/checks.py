@@ -74,27 +74,13 @@ HINTS: dict[str, str] = {
     "hours_for_days": "差了 24 倍：小时 (hours) 和天 (days) 混了：1 day = 24 hours。",
     "seconds_for_days": "差了 86400 倍：FLOPs ÷ FLOP/s 得到的是秒 (seconds)，÷ 3600 是小时，再 ÷ 24 才是天 (days)。",
     "seconds_for_hours": "差了 3600 倍：秒 (seconds) 和小时 (hours) 混了：价格是每 GPU 每小时 (per GPU-hour)。",
-    "gpu_count": "差了 n_gpus 倍：忘了 GPU 的个数 (number of GPUs)：总吞吐是 GPUs × peak × MFU，账单是 GPU-hours = 小时 × GPUs。",
     "two_n": "差了 3 倍：训练每个 token 是 6N FLOPs (前向 2N + 反向 4N)，2N 只是前向 (forward only)。",
     "mfu_forgotten": "忘了 MFU：GPU 只发挥峰值的一部分，有效吞吐 = GPUs × peak × MFU。",
-    "mfu_inverted": "MFU 用反了：有效吞吐是 peak × MFU (乘)，不是 peak / MFU。",
     "ceil": "GPU 个数要向上取整 (math.ceil)：round / floor / int() 给出的 GPU 不够，训练会超过期限 (deadline)。",
-    "per_token": "差了 1000 倍：要的是每 1K (1,000) tokens 的成本，不是每个 token。",
-    "per_million": "差了 1000 倍：要的是每 1K (1,000) tokens 的成本，不是每 1M tokens。",
     "zero_grad_in_loop": "zero_grad() 放进了 micro-batch 的循环里：每次都清掉了前面累积的梯度，最后只剩最后一个 micro-batch 的。只在循环之前清一次。",
     "zero_grad_missing": "开始前没有 zero_grad()：上一步留在 .grad 里的旧梯度 (stale gradients) 被累加了进来。",
     "accum_weights": "micro-batch 大小不相等时，除以步数 (steps) 得不到大 batch 的梯度：每个 micro-batch 的 mean loss 要乘以它在大 batch 中的比例 n_i / N。",
     "grads_cleared": ".grad 被清空了：optimizer.step() 之后不要再 zero_grad()，梯度要留在 .grad 里。",
-    "fp16_tiny_threshold": "你用了 tiny (最小正规数 smallest normal, 2**-14) 作阈值：FP16 还有次正规数 (subnormal)，直到 2**-24；只有 |x| <= 最小次正规数的一半 (2**-25) 才变成 0。",
-    "fp16_subnormal_not_half": "阈值差了一半：介于 2**-25 和最小次正规数 2**-24 之间的数会舍入 (round) 到 2**-24，不会变成 0；阈值是 2**-25。",
-    "fp16_round_half_even": "恰好等于 2**-25 的数在 0 和 2**-24 正中间：round-half-to-even 把它舍入到 0，所以条件是 <=，不是 <。",
-    "forgot_scale": "忘了乘以 scale：GradScaler 把 loss (因而每个梯度) 乘以 scale 之后，才在 FP16 里反向传播。",
-    "zeros_counted": "本来就是 0 的梯度也算进去了：只统计非零 (nonzero) 元素中被 cast 成 0 的比例。",
-    "master_weights": "参数被转成了低精度：混合精度要保留 FP32 的主权重 (master weights)，只让 autocast 里的 matmul 用 BF16/FP16。不要 model.to(torch.bfloat16)。",
-    "no_autocast": "Linear 的输出不是低精度：把前向 (forward) 和 loss 放进 torch.autocast(device_type=x.device.type, dtype=...)。",
-    "scaler_unused": "FP16 没有用 GradScaler：要 scaler.scale(loss).backward()、scaler.step(optimizer)、scaler.update()。",
-    "scaled_grads": "参数的变化大了 scale 倍：梯度还带着 loss scale。用 scaler.step(optimizer) (它先 unscale，遇到 inf/NaN 跳过这一步)，不要直接 optimizer.step()。",
-    "scaler_update": "忘了 scaler.update()：没有它，scale 既不会在 inf 之后减半，也不会在正常的步之后增长。",
     "adam_step": "忘了 Adam 的计步器 (step counter)：每个参数 Tensor 一个 state['step']，fp32 标量 4 bytes。",
     "master_weights_state": "忘了 fp32 master weights：混合精度的优化器状态是 master + m + v = 4 + 4 + 4 = 12 bytes/param。",
     "attention_per_head": "attention 矩阵每个 head 一份：softmax 保存 (B, H, T, T)，即 B·H·T² 个元素，不是 B·T²。",
@@ -145,19 +131,7 @@ HINTS: dict[str, str] = {
     "rms_output_dtype": "输出的 dtype 要和输入一样：先转成 float() 计算的话，最后要 .to(x.dtype) 转回去。",
     # 04: training step
     "no_optimizer_step": "没有调用 optimizer.step() (或 scaler.step)：参数没有变化。",
-    "fp16_cast_for_real": "不要真的 cast 成 float16：用 torch.finfo(torch.float16) 的阈值 (2**-25) 来预测，检查会拿你的预测和真实的 cast 对照。",
-    "fp16_no_nonzero": "没有非零元素时返回 0.0：不要用 0 去除 (0 / 0 得到 NaN)。",
-    "precision_unknown": "不认识的 precision (例如 'fp8') 要 raise ValueError，不能悄悄按 fp32 训练。",
     # 05: FLOPs
-    "matmul_fma": "你数的是 mn(2k-1)：惯例 (和 FLOP counter) 把每个乘加 (multiply-add) 记 2 FLOPs，即 2mkn。",
-    "matmul_batch": "忘了批维 (batch dims)：批量矩阵乘法的每个批元素都是一次 2mkn。",
-    "matmul_broadcast": "批维要按广播 (broadcasting) 规则合成输出的批形状 (torch.broadcast_shapes)：不是只看一边，也不是两边相乘。",
-    "matmul_inner": "两个矩阵的内维 (inner dimension) k 不相等时 torch.matmul 会报错：你的函数也要 raise ValueError。",
-    "matmul_allocated": "不要真的创建张量：FLOPs 只由形状决定，检查用的形状大到分配不出来。",
-    "attn_bt_literal": "照讲义字面的 (BT, d)×(d, BT) 算出了 2(BT)²d = 2B²T²d：attention 是每个序列、每个 head 各自的 (T, d/H)×(d/H, T)，合计 2BT²d。",
-    "qkv_one_projection": "QKV projection 是三个投影 (Q、K、V) 合成的一个 d → 3d 矩阵：2·BT·d·3d = 6BTd²。",
-    "ffn_one_matrix": "FFN 有两个矩阵 (up: d → 4d，down: 4d → d)，各 2·BT·d·4d = 8BTd²，合计 16BTd²。",
-    "scores_t_squared": "attention 的两个矩阵乘法随 T² 增长：(T, d/H)×(d/H, T) 和 (T, T)×(T, d/H)，B·H 个合计 2BT²d。",
     "six_n_embeddings": "embedding 是查表 (lookup)，不做矩阵乘法：tok_emb / pos_emb (以及 norm) 的参数不算在 6N 里；lm_head 才算。",
     "six_n_lm_head": "漏了 lm_head：(BT, d)×(d, V) 是一个真正的矩阵乘法，即使它和 tok_emb 共享权重 (tied)，也要算 6Vd。",
     "attention_term": "attention 项是每层 12·T·d (PaLM: 12·L·H·Q·T，H·Q = d)：attention=True 时加上，attention=False 时不加。",
@@ -468,10 +442,17 @@ RETURNS = {(int,): "returns_int", (float,): "returns_float", (dict,): "returns_d
            (int, float): "returns_number", (float, int): "returns_number"}  # expect_type's hint by the types asked
 
 
+def _idea(key: str | None) -> Mistake | None:
+    """The hint of an exercise's idea (a key of HINTS), shown when a wrong answer matches no usual mistake."""
+    return Mistake(None, HINTS[key], key) if key else None
+
+
 def expect_close(got: object, want: float, *, what: str, rtol: float = 1e-9, atol: float = 0.0,
-                 mistakes: tuple[Mistake, ...] | list[Mistake] = (), terms: dict[str, float] | None = None) -> None:
+                 mistakes: tuple[Mistake, ...] | list[Mistake] = (), terms: dict[str, float] | None = None,
+                 idea: str | None = None) -> None:
     """Fail unless `got` is an exact int or float within `rtol`/`atol` of `want`; name the matching
-    mistake, or else explain the difference with the named `terms` (e.g. {"d": d, "V·d": V * d})."""
+    mistake, or else explain the difference with the named `terms` (e.g. {"d": d, "V·d": V * d}) and give the
+    hint `idea` (a key of HINTS: the exercise's idea, the first step towards the formula) when there is one."""
     __tracebackhide__ = True
     if not _is_number(got):
         _refuse_foreign(got, what)
@@ -480,13 +461,14 @@ def expect_close(got: object, want: float, *, what: str, rtol: float = 1e-9, ato
     if not _close(float(got), float(want), rtol, atol):
         hint = _matching_hint(got, mistakes, rtol, atol)
         extra = "" if hint or not _is_number(want) else _explain_difference(float(got), float(want), terms, rtol)
-        _fail(what, want, got, hint, extra)
+        _fail(what, want, got, hint or _idea(idea), extra)
 
 
 def expect_equal(got: object, want: object, *, what: str,
-                 mistakes: tuple[Mistake, ...] | list[Mistake] = (), terms: dict[str, float] | None = None) -> None:
+                 mistakes: tuple[Mistake, ...] | list[Mistake] = (), terms: dict[str, float] | None = None,
+                 idea: str | None = None) -> None:
     """Fail unless `got == want` exactly, `got` built of exact built-in types; name the matching mistake,
-    or else explain a numeric difference with the named `terms`."""
+    or else explain a numeric difference with the named `terms` and give the hint `idea` (see expect_close)."""
     __tracebackhide__ = True
     _refuse_foreign(got, what)
     if _is_number(want) and not _is_number(got):
@@ -497,7 +479,7 @@ def expect_equal(got: object, want: object, *, what: str,
         extra = ""
         if hint is None and _is_number(got) and _is_number(want):
             extra = _explain_difference(float(got), float(want), terms, 0.0)
-        _fail(what, want, got, hint, extra)
+        _fail(what, want, got, hint or _idea(idea), extra)
 
 
 def expect(condition: object, message: str) -> None:

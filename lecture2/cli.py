@@ -51,10 +51,11 @@ def cmd_env(args: argparse.Namespace) -> int:
         for key, value in spec.peak.items():
             print(f"           {key:5s} {fmt.format_rate(value)}")
     elif device == "cpu":
-        print("peak       measured matmul on this CPU (no datasheet applies; hardware.cpu_peak):")
-        print(f"           fp32  {hardware.cpu_peak(torch.float32).describe()}  <- the peak that applies")
-        # the size adapts: a CPU whose bf16 matmul is slow measures it on a smaller n, in under a second
-        print(f"           bf16  {hardware.cpu_peak(torch.bfloat16).describe()}")
+        print("peak       measured on this CPU, each dtype its own (no datasheet applies; hardware.roof):")
+        # the sweep stops early for a dtype this CPU multiplies slowly: each takes about a second
+        for key, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+            print(f"           {key}  {hardware.cpu_peak(dtype).describe()}")
+        print(f"bandwidth  {hardware.cpu_bandwidth().describe()}")
     else:
         print("peak       no published dense peak for this device")
     return 0
@@ -92,6 +93,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
         profile.save(result, out)
         print(f"wrote {out}: transformer GEMM shapes in {result['made']['seconds']:.0f} s")
         return 0
+    if args.ladder_only:
+        result = profile.ladder_only(compile_model=False if args.no_compile else None, command=command)
+        profile.save(result, out)
+        print(profile.ladder_summary(result))
+        print(f"wrote {out}: the MFU ladder in {result['made']['seconds']:.0f} s")
+        return 0
     result = profile.run(compile_model=False if args.no_compile else None, command=command)
     profile.save(result, out)
     print(profile.summary(result))
@@ -110,10 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
         "profile", help="measure this device and the course's predictions; write a JSON profile",
         description="Matmul FLOP/s by size and dtype against the peak that applies, copy bandwidth, and on "
                     "lecture2's models FLOPs, activation and training-state bytes predicted vs measured, "
-                    "checkpointing, a training step's MFU. Small sizes on a CPU (< 2 min), large on CUDA.",
+                    "checkpointing, a training step's MFU and the MFU ladder. Small sizes on a CPU (< 2 min), large on "
+                    "CUDA.",
         epilog="example: python -m lecture2 profile --out lecture2/profiles/h200.json")
     prof.add_argument("--out", required=True, metavar="FILE.json", help="where to write the profile (JSON)")
-    prof.add_argument("--no-compile", action="store_true", help="skip the torch.compile'd step (CUDA only)")
+    prof.add_argument("--no-compile", action="store_true", help="skip the torch.compile'd steps")
+    prof.add_argument("--ladder-only", action="store_true",
+                      help="measure only the MFU ladder (notebook 08): the course's GPT from naive to tuned")
     prof.add_argument("--gemm-only", action="store_true",
                       help="measure only the transformer GEMM shapes the planner's efficiency is fitted to")
     prof.set_defaults(func=cmd_profile, parser=prof)

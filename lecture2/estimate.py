@@ -180,9 +180,10 @@ def activation_terms(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
                      sp: bool = False, recompute: str = "none", norm_kernel: str = "cuda",
                      mlp_kernel: str = "eager") -> dict[str, float]:
     """Bytes autograd keeps for backward in one pre-norm Transformer layer, tensor by tensor, as notebook 06
-    counts them (its exercises 4-5, checked there byte for byte against `measure.saved_bytes`): fused attention
-    (FlashAttention keeps q, k, v, its output and one fp32 log-sum-exp per row and head, never the T x T matrix),
-    no dropout (the course's models and Llama have none), RMSNorm.
+    counts them (its accounting: each tensor the backward needs once, values in the model dtype, per-row statistics
+    in fp32; norm_kernel="cuda" is that accounting, which its exercise 2 checks against `measure.saved_bytes`):
+    fused attention (FlashAttention keeps q, k, v, its output and one fp32 log-sum-exp per row and head, never the
+    T x T matrix), no dropout (the course's models and Llama have none), RMSNorm.
 
     Per token, h = d_model, f = d_ff (default 4h), p = dtype_bytes:
         norm inputs      2 norms: x in the model dtype + fp32 rstd (CUDA's fused RMSNorm, measured on an H200 in

@@ -2,8 +2,10 @@
 
 One row per GPU, one source per row. Peaks are **dense** (no 2:4 structured sparsity: NVIDIA's headline
 tensor figures are often the sparse ones, exactly 2x these). All figures are FLOP/s, memory in bytes,
-bandwidth in bytes/s. On a CPU there is no datasheet worth trusting for PyTorch, so the peak that applies
-is a matmul measured on this machine (`cpu_peak`: once per process, median and spread of repeated calls).
+bandwidth in bytes/s. On a CPU there is no datasheet worth trusting for PyTorch, so the roof that applies to a
+dtype is measured on this machine, once per process: the best matmul of a sweep of sizes in that dtype (`cpu_peak`)
+and STREAM's bandwidth (`cpu_bandwidth`), upper bounds of what the CPU reached. `roof(dtype, device)` is the one
+place that decides which peak and bandwidth apply; `training_peak(device)` the peak an MFU ladder divides by.
 
 Clusters (`CLUSTERS`, `cluster(name)`) are the nodes GPUs are trained on: GPUs per node, NVLink bandwidth per GPU,
 NICs per node and their bandwidth, each row from its system's datasheet. `lecture2.network` turns a row into the
@@ -27,9 +29,10 @@ from dataclasses import dataclass, field
 import torch
 
 __all__ = [
-    "CLUSTERS", "CPUPeak", "ClusterSpec", "DTYPES", "GPUS", "GPUSpec", "UnknownGPU", "cluster", "cpu_peak",
-    "detect_device", "dtype_key", "gpu", "gpu_from_device_name", "known_clusters", "known_gpus", "matmul_works",
-    "measure_cpu_peak", "peak_flops", "device_summary",
+    "CLUSTERS", "CPUBandwidth", "CPUPeak", "ClusterSpec", "DTYPES", "GPUS", "GPUSpec", "Roof", "UnknownGPU",
+    "cluster", "cpu_bandwidth", "cpu_peak", "detect_device", "dtype_key", "gpu", "gpu_from_device_name",
+    "known_clusters", "known_gpus", "matmul_works", "measure_cpu_bandwidth", "measure_cpu_peak", "peak_flops",
+    "peak_table", "roof", "training_peak", "device_summary",
 ]
 
 T = 1e12
@@ -237,19 +240,23 @@ def matmul_works(dtype: torch.dtype, device: str) -> bool:
 
 
 _CPU_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+CPU_SWEEP = (128, 256, 512, 1024, 2048)  # the sizes `cpu_peak` sweeps, until a call takes MAX_CALL_SECONDS
 
 
 @dataclass(frozen=True)
 class CPUPeak:
-    """A CPU's measured matmul peak: the median FLOP/s of repeated n x n x n matmuls, with its spread.
+    """A CPU's matmul peak for one dtype: the best FLOP/s of a sweep of n x n x n matmuls, timed by the wall clock.
 
-    `flops_per_s` is the median over `samples` (FLOP/s of each timed call); `spread` is their interquartile
-    range over the median (a fraction: 0.05 means the middle half of the calls lay within 5% of each other);
-    `low`/`high` are the slowest and fastest call. `threads` is the torch thread count it ran on: a peak
-    measured on 1 thread applies to work done on 1 thread. `clock` says how the calls were timed: on one thread,
-    by the thread's CPU time (time the OS gave the core to another process does not count: the peak is what the
-    core does, on a busy machine too); on several threads, by the wall clock. `wall_flops_per_s` is the
-    wall-clock median of the same calls: well below `flops_per_s`, it says the machine was busy.
+    Why the best of a sweep: a CPU has no datasheet figure PyTorch reaches, and no single size is the fastest on
+    every CPU (the caches decide), so the peak is the fastest call of the fastest size. Noise (other processes,
+    a lower clock) only ever slows a call, never speeds one: the best call is the closest to what the CPU can do,
+    and an upper bound of what a matmul in this dtype reaches on `threads` threads here. A later measurement beats
+    it only if every call of the sweep was slowed (a machine much busier then than now).
+
+    `flops_per_s` is that best; `n` its size; `sweep` the best FLOP/s of each size measured, `(n, flops_per_s)`;
+    `samples` the FLOP/s of each timed call at `n` (`spread`: their interquartile range over their median, a
+    fraction). `threads` is the torch thread count it ran on: a peak measured on 1 thread applies to work done on
+    1 thread.
     """
 
     flops_per_s: float
@@ -257,9 +264,9 @@ class CPUPeak:
     n: int
     dtype: str
     threads: int
-    seconds: float  # wall time the whole measurement took, size search included
+    seconds: float  # wall time the whole sweep took
+    sweep: tuple[tuple[int, float], ...] = ()
     clock: str = "wall clock"
-    wall_flops_per_s: float | None = None
 
     @property
     def low(self) -> float:
@@ -273,42 +280,40 @@ class CPUPeak:
     def spread(self) -> float:
         if len(self.samples) < 2:
             return 0.0
-        q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
-        return (q3 - q1) / self.flops_per_s
-
-    @property
-    def busy(self) -> float:
-        """The share of the measurement's wall time the matmuls did not get the core (0: a quiet machine)."""
-        if self.wall_flops_per_s is None or self.clock == "wall clock":
-            return 0.0
-        return max(0.0, 1 - self.wall_flops_per_s / self.flops_per_s)
+        q1, median, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
+        return (q3 - q1) / median
 
     def describe(self) -> str:
-        """One line for reports: "61.2 GFLOP/s (fp32 1024³ matmul, median of 9, IQR 3%, 1 thread, thread CPU time)"."""
-        text = (f"{_gflops(self.flops_per_s)} ({self.dtype} {self.n}³ matmul, median of {len(self.samples)}, "
-                f"IQR {self.spread:.0%}, {self.threads} thread{'s' if self.threads != 1 else ''}, {self.clock})")
-        if self.busy > 0.1:
-            text += f"; by the wall clock {_gflops(self.wall_flops_per_s)}: the machine is busy"
-        return text
+        """One line for reports: "103.8 GFLOP/s (fp32: best of a matmul sweep n=128…2048, at n=512; 1 thread, wall clock)"."""
+        sizes = [n for n, _ in self.sweep] or [self.n]
+        span = f"n={sizes[0]}…{sizes[-1]}" if len(sizes) > 1 else f"n={sizes[0]}"
+        return (f"{_gflops(self.flops_per_s)} ({self.dtype}: best of a matmul sweep {span}, at n={self.n}; "
+                f"{self.threads} thread{'s' if self.threads != 1 else ''}, {self.clock})")
 
 
 def _gflops(x: float) -> str:
     return f"{x / 1e12:.2f} TFLOP/s" if x >= 1e12 else f"{x / 1e9:.1f} GFLOP/s"
 
 
-def measure_cpu_peak(dtype: torch.dtype = torch.float32, *, threads: int | None = None, repeat: int = 9,
-                     warmup: int = 2, min_call_seconds: float = 0.01,
-                     sizes: tuple[int, ...] = (256, 512, 1024, 2048)) -> CPUPeak:
-    """Measure this CPU's matmul peak once (uncached; notebooks and tools use `cpu_peak`, which caches it).
+def _threads_arg(threads: int | None) -> int:
+    threads = torch.get_num_threads() if threads is None else threads
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads 应是正整数 (int), 得到 {threads!r}")
+    return threads
 
-    Size: the first n of `sizes` whose calls take at least `min_call_seconds` (their median; else the last n).
-    Such a call is long enough that the clock and the call overhead do not matter (< 0.1%) and large enough
-    to be compute-bound (an n^3 matmul does n/6 FLOP per byte in fp32, far above a CPU's ~10 FLOP/byte
-    ridge); stopping there keeps the whole measurement well under a second (fp32 on one core: n = 1024).
-    At each size: 1 + `warmup` untimed calls, then `repeat` timed ones; the result is the chosen size's
-    median FLOP/s (2 n^3 / seconds) with the spread. On one thread the seconds are the thread's CPU time (see
-    `CPUPeak`), else wall-clock seconds. `threads` (default: torch's current count) is set for
-    the measurement and restored.
+
+def measure_cpu_peak(dtype: torch.dtype = torch.float32, *, threads: int | None = None, repeat: int = 5,
+                     warmup: int = 1, sizes: tuple[int, ...] = CPU_SWEEP, max_call_seconds: float = 0.05,
+                     min_seconds: float = 0.05, max_calls: int = 50) -> CPUPeak:
+    """Measure this CPU's matmul peak for `dtype` once (uncached; notebooks and tools use `cpu_peak`, which caches).
+
+    For each n of `sizes` in turn: 1 + `warmup` untimed calls (thread pool, page faults, the kernel's choice), then
+    calls timed by the wall clock, at least `repeat` and until they add up to `min_seconds` (at most `max_calls`: a
+    small size gets dozens, so that a busy moment cannot slow them all); the size's figure is its best call,
+    2 n^3 / seconds. The sweep stops
+    after the first size whose best call takes `max_call_seconds` (the next would take 8 times longer: a slow
+    dtype, emulated on this CPU, keeps the whole measurement around a second). The peak is the best of all sizes.
+    `threads` (default: torch's current count) is set for the measurement and restored.
     """
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"dtype 应是 torch.dtype, 得到 {type(dtype).__name__}")
@@ -318,38 +323,29 @@ def measure_cpu_peak(dtype: torch.dtype = torch.float32, *, threads: int | None 
     for name, value, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             raise ValueError(f"{name} 应是 >= {least} 的整数 (int), 得到 {value!r}")
-    before = torch.get_num_threads()
-    threads = before if threads is None else threads
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise ValueError(f"threads 应是正整数 (int), 得到 {threads!r}")
-    # one thread: its own CPU time (immune to other processes taking the core); several: the wall clock
-    precise = time.get_clock_info("thread_time").resolution <= 1e-6
-    if threads == 1 and precise:
-        clock, clock_name = time.thread_time, "thread CPU time"
-    else:
-        clock, clock_name = time.perf_counter, "wall clock"
+    before, threads = torch.get_num_threads(), _threads_arg(threads)
     started = time.perf_counter()
     torch.set_num_threads(threads)
+    sweep, calls = [], {}
     try:
         for n in sizes:
             a = torch.randn(n, n, dtype=dtype)
             b = torch.randn(n, n, dtype=dtype)
-            for _ in range(1 + warmup):  # the first calls at a size: thread pool, page faults, kernel choice (JIT)
+            for _ in range(1 + warmup):
                 a @ b
-            seconds, wall = [], []
-            for _ in range(repeat):
-                w0, c0 = time.perf_counter(), clock()
+            seconds = []
+            while len(seconds) < repeat or (sum(seconds) < min_seconds and len(seconds) < max_calls):
+                t0 = time.perf_counter()
                 a @ b
-                c1, w1 = clock(), time.perf_counter()
-                seconds.append(c1 - c0)
-                wall.append(w1 - w0)
-            if statistics.median(seconds) >= min_call_seconds:
+                seconds.append(time.perf_counter() - t0)
+            calls[n] = [2 * n**3 / t for t in seconds]
+            sweep.append((n, max(calls[n])))
+            if min(seconds) >= max_call_seconds:
                 break
-        samples = [2 * n**3 / t for t in seconds]
     finally:
         torch.set_num_threads(before)
-    return CPUPeak(statistics.median(samples), tuple(samples), n, key, threads, time.perf_counter() - started,
-                   clock_name, 2 * n**3 / statistics.median(wall))
+    n, best = max(sweep, key=lambda row: row[1])
+    return CPUPeak(best, tuple(calls[n]), n, key, threads, time.perf_counter() - started, tuple(sweep))
 
 
 @functools.lru_cache(maxsize=None)
@@ -358,33 +354,163 @@ def _cached_cpu_peak(dtype: torch.dtype, threads: int) -> CPUPeak:
 
 
 def cpu_peak(dtype: torch.dtype = torch.float32, threads: int | None = None) -> CPUPeak:
-    """The CPU's matmul peak for `dtype` on `threads` threads (default: torch's current count).
+    """The CPU's matmul peak for `dtype` on `threads` threads (default: torch's current count): the best call of a
+    sweep of sizes (`measure_cpu_peak`), an upper bound of what a matmul in `dtype` reaches here.
 
-    Measured once per process and thread count (`measure_cpu_peak`), then the same record is returned:
-    every notebook cell, the CLI and the profile divide by one number, and report it with its spread.
+    Measured once per process, dtype and thread count, then the same record is returned: every notebook cell,
+    the CLI and the profile divide by one number per dtype.
     """
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"dtype 应是 torch.dtype, 得到 {type(dtype).__name__}")
-    return _cached_cpu_peak(dtype, torch.get_num_threads() if threads is None else threads)
+    return _cached_cpu_peak(dtype, _threads_arg(threads))
+
+
+@dataclass(frozen=True)
+class CPUBandwidth:
+    """A CPU's memory bandwidth as STREAM measures it: the best bytes/s of four streaming kernels over vectors
+    larger than the caches, each counted as STREAM counts it (copy and scale 8 bytes per fp32 element, add and
+    triad 12: what the kernel reads and writes, not the extra read a CPU makes of a line before writing it).
+
+    The best of the four (often add or triad: two streams read at once keep more memory requests in flight than one)
+    is the roofline's bandwidth: a memory-bound op on this many threads moves its bytes no faster. `kernels` holds
+    each kernel's best bytes/s."""
+
+    bytes_per_s: float
+    kernels: dict[str, float] = field(repr=False)
+    n_bytes: int  # bytes of one vector
+    threads: int
+    seconds: float
+
+    def describe(self) -> str:
+        best = max(self.kernels, key=self.kernels.get)
+        return (f"{self.bytes_per_s / 1e9:.1f} GB/s (best of STREAM's copy, scale, add, triad on "
+                f"{self.n_bytes / 2**20:.0f} MiB vectors: {best}; {self.threads} thread"
+                f"{'s' if self.threads != 1 else ''}, wall clock)")
+
+
+def measure_cpu_bandwidth(*, threads: int | None = None, n_bytes: int = 2**25, repeat: int = 10) -> CPUBandwidth:
+    """Measure the STREAM bandwidth once (uncached; `cpu_bandwidth` caches it): copy (c = a), scale (b = 3c),
+    add (c = a + b) and triad (a = b + 3c) on fp32 vectors of `n_bytes` each (32 MiB, three of them: beyond a
+    laptop's last-level cache; the size notebook 08 times its add at, so that the bound covers it), each the best of
+    `repeat` timed passes after one untimed, on `threads` threads."""
+    if not isinstance(n_bytes, int) or n_bytes < 4:
+        raise ValueError(f"n_bytes 应是 >= 4 的整数 (int), 得到 {n_bytes!r}")
+    before, threads = torch.get_num_threads(), _threads_arg(threads)
+    started = time.perf_counter()
+    torch.set_num_threads(threads)
+    try:
+        n = n_bytes // 4
+        a, b, c = torch.rand(n), torch.rand(n), torch.rand(n)
+        kernels = {"copy": (lambda: c.copy_(a), 8), "scale": (lambda: torch.mul(c, 3.0, out=b), 8),
+                   "add": (lambda: torch.add(a, b, out=c), 12), "triad": (lambda: torch.add(b, c, alpha=3.0, out=a), 12)}
+        best = {}
+        for name, (fn, per_element) in kernels.items():
+            fn()
+            seconds = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                fn()
+                seconds.append(time.perf_counter() - t0)
+            best[name] = per_element * n / min(seconds)
+    finally:
+        torch.set_num_threads(before)
+    return CPUBandwidth(max(best.values()), best, 4 * n, threads, time.perf_counter() - started)
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_cpu_bandwidth(threads: int) -> CPUBandwidth:
+    return measure_cpu_bandwidth(threads=threads)
+
+
+def cpu_bandwidth(threads: int | None = None) -> CPUBandwidth:
+    """The CPU's STREAM bandwidth on `threads` threads (default: torch's current count), measured once per process
+    and thread count (`measure_cpu_bandwidth`)."""
+    return _cached_cpu_bandwidth(_threads_arg(threads))
 
 
 def peak_flops(dtype: torch.dtype | str = torch.bfloat16, device: str | None = None) -> float:
     """The peak FLOP/s that applies on `device` (default: the detected one) for `dtype`.
 
-    CUDA: the datasheet row of the present GPU. CPU: a matmul measured here on torch's current thread count
-    (`cpu_peak`: once per process, the median of repeated calls; "tf32" is fp32 on a CPU).
+    CUDA: the datasheet row of the present GPU. CPU: the best matmul in that dtype measured here on torch's current
+    thread count (`cpu_peak`: once per process; "tf32" is fp32 on a CPU), an upper bound for work in that dtype.
     Apple's MPS has no published dense peak per dtype, so it raises rather than guess.
+    """
+    return roof(dtype, device).peak_flops_per_s
+
+
+@dataclass(frozen=True)
+class Roof:
+    """The roofline of one dtype on one device: an op doing I FLOPs per byte it moves reaches at most
+    min(peak, I x bandwidth) FLOP/s. `ridge` is the intensity where the two meet (FLOP/byte). `source` says where
+    each figure comes from (a datasheet on a GPU; measurements on a CPU)."""
+
+    dtype: str
+    peak_flops_per_s: float
+    bandwidth_bytes_per_s: float
+    source: str
+
+    @property
+    def ridge(self) -> float:
+        return self.peak_flops_per_s / self.bandwidth_bytes_per_s
+
+    def attainable(self, intensity: float) -> float:
+        """The most FLOP/s an op of `intensity` FLOP/byte can reach under this roof."""
+        return min(self.peak_flops_per_s, intensity * self.bandwidth_bytes_per_s)
+
+
+def roof(dtype: torch.dtype | str, device: str | None = None) -> Roof:
+    """The roof that applies to `dtype` on `device` (default: the detected one): one place decides it.
+
+    CUDA: the present GPU's datasheet dense peak for the dtype ("tf32": fp32 matmuls on tensor cores, which fp32
+    training on Ampere and Hopper uses once `torch.backends.cuda.matmul.allow_tf32` is on) and its datasheet memory
+    bandwidth. CPU: the best matmul in the dtype (`cpu_peak`) and the STREAM bandwidth (`cpu_bandwidth`), both
+    measured here once per process on torch's current thread count: upper bounds of what this CPU reached, stated
+    as such ("tf32" is fp32 on a CPU).
     """
     device = device or detect_device()
     if device == "cuda":
-        return gpu_from_device_name(torch.cuda.get_device_name()).peak_flops(dtype)
+        spec = gpu_from_device_name(torch.cuda.get_device_name())
+        key = dtype_key(dtype)
+        return Roof(key, spec.peak_flops(key), spec.bandwidth_bytes_per_s, f"{spec.full_name} datasheet ({spec.source})")
     if device == "cpu":
         key = dtype_key(dtype)
         torch_dtype = {**_CPU_DTYPES, "tf32": torch.float32}.get(key)
         if torch_dtype is None:
             raise ValueError(f"CPU 上没有 {key} matmul (no {key} matmul on CPU)")
-        return cpu_peak(torch_dtype).flops_per_s
+        peak, bandwidth = cpu_peak(torch_dtype), cpu_bandwidth()
+        return Roof(key, peak.flops_per_s, bandwidth.bytes_per_s,
+                    f"measured here: peak {peak.describe()}; bandwidth {bandwidth.describe()}")
     raise ValueError(f"没有 {device!r} 的峰值 (no peak for device {device!r}); use 'cuda' or 'cpu'")
+
+
+def training_peak(device: str | None = None) -> tuple[str, float]:
+    """(dtype key, FLOP/s): the peak a training step's MFU is quoted against when its precision varies (the MFU
+    ladder of notebook 08): the highest dense peak among the dtypes a training step runs its matmuls in.
+    A GPU's bf16 (what PaLM and the lecture quote: A100 312, H100 989.4 TFLOP/s); on a CPU the higher of its
+    measured fp32 and bf16 peaks (bf16 is far faster on CPUs with BF16 instructions, far slower elsewhere), so
+    that no rung reads above it."""
+    device = device or detect_device()
+    if device == "cuda":
+        spec = gpu_from_device_name(torch.cuda.get_device_name())
+        keys = [k for k in ("bf16", "fp16", "tf32", "fp32") if k in spec.peak]
+    elif device == "cpu":
+        keys = ["fp32", "bf16"]
+    else:
+        raise ValueError(f"没有 {device!r} 的峰值 (no peak for device {device!r}); use 'cuda' or 'cpu'")
+    best = max(keys, key=lambda k: peak_flops(k, device))
+    return best, peak_flops(best, device)
+
+
+def peak_table(names: tuple[str, ...] = ("a100", "h100-sxm", "h200", "b200"),
+               dtypes: tuple[str, ...] = DTYPES) -> str:
+    """The datasheet's dense peaks (TFLOP/s) of the GPUs `names`, a row each, a column per dtype, and their memory
+    bandwidth: the peak table MFU divides by."""
+    rows = [f"{'GPU':<26}" + "".join(f"{k:>9}" for k in dtypes) + f"{'HBM TB/s':>10}"]
+    for name in names:
+        spec = gpu(name)
+        cells = "".join(f"{spec.peak[k] / T:>9.1f}" if k in spec.peak else f"{'-':>9}" for k in dtypes)
+        rows.append(f"{spec.full_name:<26}{cells}{spec.bandwidth_bytes_per_s / 1e12:>10.2f}")
+    return "\n".join(rows)
 
 
 def device_summary(device: str | None = None) -> dict:

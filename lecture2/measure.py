@@ -19,8 +19,9 @@ import torch
 from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
-__all__ = ["Timing", "SavedTensor", "LineTime", "SlowDataset", "benchmark", "count_flops", "flop_breakdown",
-           "frame_in_files", "model_files", "peak_memory", "peak_rss", "saved_bytes", "saved_tensors", "time_by_line"]
+__all__ = ["Timing", "PairedTiming", "SavedTensor", "LineTime", "SlowDataset", "benchmark", "block_saved_bytes",
+           "count_flops", "flop_breakdown", "frame_in_files", "kept_bytes", "model_files", "paired_times",
+           "peak_memory", "peak_rss", "saved_bytes", "saved_tensors", "time_by_line"]
 
 
 def _check_callable(fn) -> None:
@@ -114,6 +115,19 @@ def saved_bytes(fn: Callable, *args, exclude: Iterable[torch.Tensor] = (), **kwa
     return sum(t.nbytes for t in saved_tensors(fn, *args, exclude=exclude, **kwargs))
 
 
+def block_saved_bytes(B: int, T: int, d_model: int, n_heads: int, dtype: torch.dtype = torch.float32,
+                      fused_attention: bool = False, seed: int = 0) -> int:
+    """Bytes autograd saves for backward in one fresh `models.TransformerBlock(d_model, n_heads)` (explicit or
+    fused attention, in `dtype`, on the CPU) run on an input (B, T, d_model) that requires grad, as every layer's
+    input in a stack does: `saved_bytes`, the block's parameters excluded."""
+    from .models import TransformerBlock
+
+    torch.manual_seed(seed)
+    block = TransformerBlock(d_model, n_heads, fused_attention=fused_attention).to(dtype)
+    x = torch.randn(B, T, d_model, dtype=dtype, requires_grad=True)
+    return saved_bytes(lambda: block(x), exclude=block.parameters())
+
+
 def peak_memory(fn: Callable, *args, device: str | torch.device = "cuda", **kwargs) -> int:
     """Peak bytes the CUDA caching allocator held above what was allocated before `fn` ran.
 
@@ -186,6 +200,74 @@ def benchmark(fn: Callable, *args, warmup: int = 3, repeat: int = 10, device: st
         _synchronize(device)
         times.append(time.perf_counter() - start)
     return Timing(tuple(times))
+
+
+@dataclass(frozen=True)
+class PairedTiming:
+    """Two callables timed alternately (a neighbour's load slows both alike): median seconds of each, the median
+    of the per-pair ratios b / a, and the 25th-75th percentile of those ratios (the noise band)."""
+
+    a: float
+    b: float
+    ratio: float
+    band: tuple[float, float]
+
+    def verdict(self, margin: float = 0.05) -> str:
+        """"faster" or "slower" (b against a) only when the whole band lies beyond 1 -/+ `margin`; else "unclear"."""
+        if self.band[1] < 1 - margin:
+            return "faster"
+        if self.band[0] > 1 + margin:
+            return "slower"
+        return "unclear"
+
+
+def paired_times(fn_a: Callable, fn_b: Callable, repeat: int = 9, warmup: int = 2,
+                 device: str | torch.device | None = None) -> PairedTiming:
+    """Time `fn_a()` and `fn_b()` alternately, `repeat` pairs after `warmup` untimed ones (seconds, each call
+    between syncs as in `benchmark`): see PairedTiming."""
+    _check_callable(fn_a), _check_callable(fn_b)
+    for _ in range(warmup):
+        fn_a(), fn_b()
+    times_a, times_b = [], []
+    for _ in range(repeat):
+        times_a.append(benchmark(fn_a, warmup=0, repeat=1, device=device).median)
+        times_b.append(benchmark(fn_b, warmup=0, repeat=1, device=device).median)
+    ratios = sorted(b / a for a, b in zip(times_a, times_b))
+    band = (ratios[round(0.25 * (len(ratios) - 1))], ratios[round(0.75 * (len(ratios) - 1))])
+    return PairedTiming(statistics.median(times_a), statistics.median(times_b), statistics.median(ratios), band)
+
+
+def kept_bytes(fn: Callable, inp: torch.Tensor, exclude: Iterable[torch.Tensor] = ()) -> int:
+    """Bytes the forward `fn(inp)` leaves alive for backward, whoever keeps them: autograd's saved tensors, a
+    checkpoint's inputs, or selective checkpointing's cache of chosen outputs (which `saved_bytes` cannot see).
+
+    Counted as: the input's storage, plus every storage an op made during the call (seen by a TorchDispatchMode,
+    held only by weak references, so it keeps nothing alive) that is still alive when `fn` returns, its output
+    and the `exclude`d tensors (the parameters) left out."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    _check_callable(fn)
+
+    class _MadeStorages(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.made: dict[int, tuple[StorageWeakRef, int]] = {}
+
+        def __torch_dispatch__(self, op, types, args=(), kwargs=None):
+            out = op(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else [out]:
+                if isinstance(t, torch.Tensor):
+                    storage = t.untyped_storage()
+                    self.made[storage.data_ptr()] = (StorageWeakRef(storage), storage.nbytes())  # the latest here
+            return out
+
+    skip = {p.untyped_storage().data_ptr() for p in exclude}
+    with _MadeStorages() as mode:
+        out = fn(inp)
+    skip.add(out.untyped_storage().data_ptr())
+    alive = sum(n for ptr, (ref, n) in mode.made.items() if ptr not in skip and not ref.expired())
+    return inp.untyped_storage().nbytes() + alive
 
 
 def peak_rss() -> int:

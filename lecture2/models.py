@@ -27,7 +27,8 @@ import torch.nn.functional as F
 
 from . import wire
 
-__all__ = ["GPT", "GPTConfig", "MLP", "FeedForward", "MultiHeadAttention", "TransformerBlock", "GPT2_SMALL"]
+__all__ = ["GPT", "GPTConfig", "MLP", "FeedForward", "MultiHeadAttention", "TransformerBlock", "GPT2_SMALL",
+           "training_step"]
 
 
 def _positive_int(value, what: str) -> int:
@@ -181,6 +182,24 @@ class GPT(nn.Module):
         """Mean next-token cross-entropy of `idx` against `targets` (both (B, T))."""
         logits = self(idx)
         return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def training_step(model: GPT, optimizer: torch.optim.Optimizer, idx: torch.Tensor, amp: torch.dtype = torch.float32):
+    """A zero-argument training step of `model` on the token ids `idx` (B, T), each position predicting the token at
+    that position of `idx` itself (a fixed batch: what a timing needs): forward and loss under
+    `torch.autocast(dtype=amp)` (off for float32), backward, `optimizer.step()`, the gradients set to None.
+    Returns the step (notebook 08 times it, profiles it and counts its FLOPs)."""
+    if not isinstance(model, GPT):
+        raise TypeError(f"training_step 需要一个 GPT, 得到 {type(model).__name__}")
+
+    def step() -> None:
+        with torch.autocast(device_type=idx.device.type, dtype=amp, enabled=amp != torch.float32):
+            loss = model.loss(idx, idx)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
 
 
 class MLP(nn.Module):

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["bytes_per_rank", "dtype_ranges", "pipeline_timeline", "step_parts", "step_timeline"]
+__all__ = ["bytes_per_rank", "dtype_ranges", "matmul_rates", "pipeline_timeline", "roofline", "step_parts",
+           "step_timeline"]
 
 
 def matplotlib_ticker():
@@ -184,4 +185,70 @@ def step_timeline(trace, phases: Sequence[str] = ("data", "forward", "backward",
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     ax.set_title("one training step, from the profiler's trace")
     fig.tight_layout()
+    return fig
+
+
+# ---- notebook 08: achieved FLOP/s against the roof of each dtype -------------------------------------------------
+
+_DTYPE_COLORS = {"fp32": "tab:blue", "tf32": "tab:green", "bf16": "tab:orange", "fp16": "tab:red", "fp8": "tab:purple"}
+
+
+def _key(dtype) -> str:
+    from . import hardware
+
+    return hardware.dtype_key(dtype)
+
+
+def matmul_rates(achieved: dict, roofs: dict, device: str = "", references: bool = True):
+    """Achieved FLOP/s of n x n matmuls against n (log-log), a line per dtype, and each dtype's peak as a dashed
+    line of its colour. `achieved`: {(dtype, n): FLOP/s}; `roofs`: {dtype: hardware.Roof}; `references`: add the
+    shipped profiles' curves (`reference.plot_matmul_references`). Returns a Figure."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for dtype, roof in roofs.items():
+        color = _DTYPE_COLORS.get(_key(dtype), "gray")
+        ns = sorted(n for dt, n in achieved if dt == dtype)
+        ax.plot(ns, [achieved[dtype, n] for n in ns], "o-", color=color, label=f"{_key(dtype)} measured (median)")
+        ax.axhline(roof.peak_flops_per_s, color=color, ls=":", lw=1.2, label=f"{_key(dtype)} peak here")
+    if references:
+        from . import reference
+
+        reference.plot_matmul_references(ax, tuple(_key(dt) for dt in roofs))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("matrix size n (n×n @ n×n)")
+    ax.set_ylabel("achieved FLOP/s")
+    ax.set_title(f"matmul FLOP/s vs size and dtype{f' on {device}' if device else ''}")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def roofline(roofs: dict, points: dict):
+    """The roofline of each dtype, min(peak, I x bandwidth) against the arithmetic intensity I (FLOP/byte), in its
+    colour, with measured points: `points` {label: (dtype, [(intensity, FLOP/s), ...])}. The title says how high the
+    highest point reaches against its own roof (a point above it means the roof was measured at a busier moment, or
+    the timing is wrong). Returns a Figure."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    intensities = [2.0**k for k in range(-6, 13)]
+    for dtype, roof in roofs.items():
+        ax.plot(intensities, [roof.attainable(i) for i in intensities], color=_DTYPE_COLORS.get(_key(dtype), "gray"),
+                label=f"roof {_key(dtype)}: min({roof.peak_flops_per_s / 1e9:,.0f} GFLOP/s, "
+                      f"I × {roof.bandwidth_bytes_per_s / 1e9:,.0f} GB/s)")
+    highest = 0.0
+    markers = iter("os^Dv")
+    for label, (dtype, xy) in points.items():
+        roof = roofs[dtype]
+        ax.plot([x for x, _ in xy], [y for _, y in xy], next(markers, "o"), mfc="none", mew=1.5,
+                color=_DTYPE_COLORS.get(_key(dtype), "gray"), label=label)
+        highest = max([highest] + [y / roof.attainable(x) for x, y in xy])
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity I (FLOP / byte)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title(f"roofline: the highest point reaches {highest:.0%} of its own roof", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.highest_share = highest  # what the title says, for a caller that checks it
     return fig

@@ -2,22 +2,25 @@
 
 `run()` measures on the device present (CUDA or CPU) and returns one JSON-serialisable dict:
     device     name, memory, torch version, dtype support
-    matmul     achieved FLOP/s over a size sweep per dtype, with the fraction of the peak that applies
-               (the datasheet row of lecture2.hardware on CUDA; on CPU `hardware.cpu_peak`, the course's one
-               measured fp32 matmul peak, taken separately from the sweep)
+    matmul     achieved FLOP/s over a size sweep per dtype, with the fraction of the peak that applies to that
+               dtype (`hardware.roof`: the datasheet row on CUDA; on CPU the best matmul of `hardware.cpu_peak`'s
+               own sweep in that dtype, an upper bound measured apart from this sweep)
     gemm_shapes the same for the GEMMs of real transformer layers (`transformer_gemm_shapes`: QKV, output, MLP up
                and down of Llama 3 8B / 70B / 405B after their TP split, 2,048 and 8,192 tokens): the planner's
                GEMM efficiency by shape (lecture2.planning.compute) is fitted to them when a shipped profile has
                them. `python -m lecture2 profile --gemm-only` measures just these (tools/gpu_checks.sh runs it first)
     bandwidth  achieved bytes/s of a memory-bound op (a large copy: read + write)
     models     lecture2's models: FLOPs predicted vs counted, activation and training-state bytes
-               predicted vs measured, checkpointing's saving and overhead, a training step's time and MFU
+               predicted vs measured, checkpointing's saving and overhead, a training step's time and MFU, and
+               the MFU ladder (`mfu_ladder`): the course's GPT from naive to tuned, one change a rung
 Counts and bytes are exact and the same on every run of the same `config`; timings are the best of a
 few calls.
 Sizes come from `config(device)`: small on a CPU (under 2 minutes), large on CUDA (a few minutes).
 
 Profiles shipped with the package (lecture2/profiles/*.json) load by name: `shipped()`, `load(name)`;
-`compare(mine, reference)` sets two side by side. Make one with `python -m lecture2 profile --out FILE`.
+`compare(mine, reference)` sets two side by side. Make one with `python -m lecture2 profile --out FILE`;
+`--gemm-only` and `--ladder-only` measure one part (tools/gpu_checks.sh runs them first and merges them into the
+shipped profile, saying when in made.gemm_shapes and made.ladder).
 Units: FLOPs, FLOP/s, bytes, bytes/s, seconds.
 """
 from __future__ import annotations
@@ -35,9 +38,9 @@ from torch.utils.checkpoint import checkpoint
 
 from . import fmt, hardware, measure, models, training_state
 
-__all__ = ["SCHEMA_VERSION", "UnknownProfile", "config", "device_info", "gemm_shape_sweep", "matmul_sweep",
-           "transformer_gemm_shapes", "bandwidth",
-           "model_counts", "checkpointing", "train_step", "peaks", "run", "save", "summary", "shipped", "load", "compare"]
+__all__ = ["SCHEMA_VERSION", "LADDER", "UnknownProfile", "config", "device_info", "gemm_shape_sweep", "matmul_sweep",
+           "transformer_gemm_shapes", "bandwidth", "model_counts", "checkpointing", "train_step", "mfu_ladder", "peaks",
+           "run", "gemm_only", "ladder_only", "ladder_summary", "save", "summary", "shipped", "load", "compare"]
 
 SCHEMA_VERSION = 1
 PROFILES = Path(__file__).resolve().parent / "profiles"
@@ -79,6 +82,7 @@ def config(device: str, memory_bytes: float | None = None) -> dict:
                 "gpt": {"vocab_size": 50304, "block_size": 512, "n_layer": 6, "n_head": 12, "d_model": 768,
                         "B": 4, "T": 512},
                 "step_repeat": 10,
+                "ladder": {"batch_large": 8, "compile": True},
             }
         return {
             "matmul_sizes": {"fp32": [1024, 2048, 4096, 8192], "tf32": [1024, 2048, 4096, 8192],
@@ -91,6 +95,8 @@ def config(device: str, memory_bytes: float | None = None) -> dict:
             "gpt": {"vocab_size": 50304, "block_size": 1024, "n_layer": 12, "n_head": 16, "d_model": 1024,
                     "B": 8, "T": 1024},
             "step_repeat": 10,
+            # the MFU ladder's last rung takes 4x the batch (32 x 1,024 tokens: about 40 GB in bf16 with SDPA)
+            "ladder": {"batch_large": 32, "compile": True},
         }
     return {
         # bf16/fp16 matmuls are emulated on most CPUs (~1 GFLOP/s): smaller sizes keep them quick
@@ -102,6 +108,8 @@ def config(device: str, memory_bytes: float | None = None) -> dict:
         "block": {"B": 4, "T": 64, "d": 128, "n_heads": 4},
         "gpt": {"vocab_size": 512, "block_size": 64, "n_layer": 2, "n_head": 4, "d_model": 128, "B": 4, "T": 64},
         "step_repeat": 5,
+        # torch.compile on a CPU: about 20 s of C++ compilation, in the profile only (notebooks skip that rung here)
+        "ladder": {"batch_large": 16, "compile": True},
     }
 
 
@@ -159,6 +167,15 @@ def _matmul_fn(key: str, n: int, device: str):
     return lambda: a @ b
 
 
+def _peak_for(key: str, device: str, spec: hardware.GPUSpec | None) -> tuple[float | None, str | None]:
+    """The peak of dtype `key` that applies on `device` and where it comes from (None on an unknown GPU)."""
+    if device == "cuda":
+        peak = spec.peak.get(key) if spec else None
+        return peak, (spec.source if spec and peak else None)
+    cpu = hardware.cpu_peak(_DTYPES[key])
+    return cpu.flops_per_s, f"hardware.cpu_peak: {cpu.describe()} (no datasheet applies on a CPU)"
+
+
 @contextlib.contextmanager
 def _tf32(enabled: bool):
     old = torch.backends.cuda.matmul.allow_tf32
@@ -173,8 +190,9 @@ def matmul_sweep(device: str, sizes: dict[str, list[int]], repeat: int, progress
     """Achieved FLOP/s (2n^3 / best time) per dtype and size, with the fraction of the peak that applies.
 
     Returns {dtype: {"sizes": [{"n", "seconds", "flops_per_s", "fraction_of_peak"}], "best_flops_per_s",
-    "peak_flops_per_s", "peak_source"}} or {dtype: {"skipped": why}}. On CPU the peak is `hardware.cpu_peak`
-    (fp32, the current thread count): measured apart from the sweep, so a sweep point can land above it.
+    "peak_flops_per_s", "peak_source"}} or {dtype: {"skipped": why}}. The peak is `hardware.roof`'s for the
+    dtype: on CPU the best call of `hardware.cpu_peak`'s own sweep on the current thread count, an upper bound taken
+    apart from this sweep (a point lands above it only if every call of that sweep was slowed by a busier machine).
     """
     result: dict = {}
     spec = None
@@ -200,13 +218,7 @@ def matmul_sweep(device: str, sizes: dict[str, list[int]], repeat: int, progress
             result[key] = {"skipped": why}
             continue
         best = max(r["flops_per_s"] for r in rows)
-        if device == "cuda":
-            peak = spec.peak.get(key) if spec else None
-            source = spec.source if spec and peak else None
-        else:
-            cpu = hardware.cpu_peak(torch.float32)
-            peak = cpu.flops_per_s
-            source = f"hardware.cpu_peak: {cpu.describe()} (no datasheet applies on a CPU)"
+        peak, source = _peak_for(key, device, spec)
         for r in rows:
             r["fraction_of_peak"] = r["flops_per_s"] / peak if peak else None
         result[key] = {"sizes": rows, "best_flops_per_s": best, "peak_flops_per_s": peak, "peak_source": source}
@@ -256,12 +268,7 @@ def gemm_shape_sweep(device: str, spec: dict, repeat: int, progress=None) -> dic
         if not rows:
             result[key] = {"skipped": why}
             continue
-        if device == "cuda":
-            peak = spec_row.peak.get(key) if spec_row else None
-            source = spec_row.source if spec_row and peak else None
-        else:
-            cpu = hardware.cpu_peak(torch.float32)
-            peak, source = cpu.flops_per_s, f"hardware.cpu_peak: {cpu.describe()} (no datasheet applies on a CPU)"
+        peak, source = _peak_for(key, device, spec_row)
         for r in rows:
             r["fraction_of_peak"] = r["flops_per_s"] / peak if peak else None
         result[key] = {"shapes": rows, "peak_flops_per_s": peak, "peak_source": source}
@@ -419,8 +426,8 @@ def checkpointing(cfg: dict, device: str, repeat: int) -> dict:
 def train_step(cfg: dict, device: str, repeat: int, peak: dict, compile_model: bool = False) -> dict:
     """Time and MFU of a GPT training step (forward, backward, Adam) in fp32 and in bf16 autocast.
 
-    MFU = (6N + 12 L d T) x B T / step time / peak; the peak is `peak[dtype]` (CUDA: datasheet; CPU: the
-    measured fp32 matmul peak for both, one yardstick: their ratio is what bf16 gains or loses on this CPU).
+    MFU = (6N + 12 L d T) x B T / step time / peak; the peak is `peak[dtype]`, the dtype's own (CUDA: datasheet;
+    CPU: the best matmul measured in that dtype).
     """
     g = cfg["gpt"]
     result: dict = {}
@@ -452,17 +459,113 @@ def train_step(cfg: dict, device: str, repeat: int, peak: dict, compile_model: b
     return result
 
 
-def peaks(matmul: dict, device: str) -> dict[str, float | None]:
-    """The peak FLOP/s that MFU divides by, per dtype, from a `matmul_sweep` result.
+# ---- the MFU ladder (notebook 08): the course's GPT from naive to tuned, one change a rung -------------------------
 
-    CUDA: each dtype's datasheet peak. CPU: the measured fp32 peak (`hardware.cpu_peak`) for fp32 and bf16
-    alike: one yardstick, so the two MFUs compare directly (bf16 is faster than fp32 on CPUs whose matmul
-    kernels use BF16 instructions, slower on the others).
+# (key, label, the change the rung makes). Each rung keeps every change above it; every rung's MFU divides the same
+# model FLOPs, (6N + 12 L d T) per token, by the same peak (`hardware.training_peak`): only the time changes.
+LADDER = (
+    ("fp32", "fp32, explicit attention", {}),
+    ("bf16", "+ bf16 autocast", {"bf16": True}),
+    ("sdpa", "+ scaled_dot_product_attention", {"sdpa": True}),
+    ("compile", "+ torch.compile", {"compile": True}),
+    ("fused_adamw", "+ fused AdamW", {"fused_adamw": True}),
+    ("batch", "+ larger batch", {"batch": "large"}),
+)
+
+
+def _ladder_step(model, fwd, idx, settings: dict, device: str):
+    """One training step of the ladder's GPT as `settings` says (autocast, fused AdamW), and its optimizer."""
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True if settings["fused_adamw"] else None)
+
+    def step():
+        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=settings["bf16"]):
+            logits = fwd(idx)  # (B, T, V)
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), idx.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step, opt
+
+
+def mfu_ladder(cfg: dict, device: str, repeat: int, compile_model: bool | None = None, progress=None) -> dict:
+    """Time and MFU of the course's GPT training step (AdamW) rung by rung of `LADDER`: fp32 with explicit attention
+    (TF32 matmuls on CUDA, as fp32 training runs on Ampere and Hopper), then bf16 autocast, then
+    `scaled_dot_product_attention` (FlashAttention on a GPU), then `torch.compile`, then fused AdamW, then
+    `cfg["ladder"]["batch_large"]` sequences instead of `cfg["gpt"]["B"]`.
+
+    MFU = (6N + 12 L d T) x B T / step time / `hardware.training_peak(device)`, one peak for every rung (bf16's on a
+    GPU; on a CPU the higher of its measured fp32 and bf16 peaks). Times are the best of `repeat` steps after a
+    warm-up (3 steps once compiled: the first compiles). `compile_model` (default `cfg["ladder"]["compile"]`, else
+    only on CUDA) False: the compile rung is skipped and the rungs after it run eagerly (`settings["compiled"]`
+    says so). A rung that fails (out of memory, a compiler missing) records why and the ladder goes on.
+    Returns {"gpt": cfg["gpt"], "peak": {"dtype", "flops_per_s", "source"}, "rungs": {key: {"label", "settings", "seconds",
+    "model_flops", "flops_per_s", "tokens_per_s", "mfu"(, "peak_memory_bytes" on CUDA)} or {"label", "skipped"}}}.
     """
-    if device == "cuda":
-        return {k: v.get("peak_flops_per_s") for k, v in matmul.items() if "sizes" in v}
-    fp32 = matmul["fp32"]["peak_flops_per_s"]
-    return {"fp32": fp32, "bf16": fp32}
+    g, lad = cfg["gpt"], cfg.get("ladder", {})
+    compile_model = lad.get("compile", device == "cuda") if compile_model is None else compile_model
+    try:
+        key, peak = hardware.training_peak(device)
+        source = hardware.roof(key, device).source
+    except hardware.UnknownGPU as err:  # a GPU without a datasheet row: times and tokens/s, no MFU
+        key, peak, source = None, None, str(err)
+    result: dict = {"gpt": dict(g), "peak": {"dtype": key, "flops_per_s": peak, "source": source}, "rungs": {}}
+    settings = {"bf16": False, "sdpa": False, "compiled": False, "fused_adamw": False, "B": g["B"], "T": g["T"],
+                "tf32": device == "cuda"}
+    built: dict = {}  # sdpa -> (model, compiled module or None): one model per attention kind, compiled once
+    with _tf32(device == "cuda"):
+        for name, label, change in LADDER:
+            if progress:
+                progress(f"ladder {name}")
+            if change.get("compile") and not compile_model:
+                result["rungs"][name] = {"label": label, "skipped": "torch.compile not run here (on a CPU its C++ "
+                                         "compilation takes tens of seconds: `python -m lecture2 profile` measures it)"}
+                continue
+            settings = {**settings, **{k: v for k, v in change.items() if k not in ("compile", "batch")}}
+            settings["compiled"] = settings["compiled"] or bool(change.get("compile"))
+            if change.get("batch"):
+                settings["B"] = lad.get("batch_large", 2 * g["B"])
+            try:
+                if settings["sdpa"] not in built:
+                    built.clear()
+                    if device == "cuda":
+                        torch.cuda.empty_cache()
+                    model, _ = _gpt({**g, "fused_attention": settings["sdpa"]}, device)
+                    built[settings["sdpa"]] = [model, None]
+                model, compiled = built[settings["sdpa"]]
+                if settings["compiled"] and compiled is None:
+                    compiled = built[settings["sdpa"]][1] = torch.compile(model, dynamic=False)
+                fwd = compiled if settings["compiled"] else model
+                torch.manual_seed(1)
+                idx = torch.randint(0, g["vocab_size"], (settings["B"], g["T"]), device=device)
+                step, opt = _ladder_step(model, fwd, idx, settings, device)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                seconds = _seconds(step, device, repeat, warmup=3 if settings["compiled"] else 1)
+                flops = _gpt_flops_per_token(model, g["T"])["total"] * settings["B"] * g["T"]
+                rung = {"label": label, "settings": dict(settings), "seconds": seconds, "model_flops": flops,
+                        "flops_per_s": flops / seconds, "tokens_per_s": settings["B"] * g["T"] / seconds,
+                        "mfu": flops / seconds / peak if peak else None}
+                if device == "cuda":
+                    rung["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
+                del step, opt
+            except Exception as err:  # out of memory, a compiler that fails on this machine: record why, go on
+                rung = {"label": label, "settings": dict(settings),
+                        "skipped": f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"[:300]}
+                if device == "cuda":
+                    torch.cuda.empty_cache()
+            result["rungs"][name] = rung
+    built.clear()
+    if compile_model:
+        torch._dynamo.reset()  # the compiled graphs hold the models: let them go
+    return result
+
+
+def peaks(matmul: dict, device: str) -> dict[str, float | None]:
+    """The peak FLOP/s that MFU divides by, per dtype, from a `matmul_sweep` result: each dtype's own
+    (`hardware.roof`: the datasheet on CUDA, the best measured matmul in that dtype on a CPU)."""
+    return {k: v.get("peak_flops_per_s") for k, v in matmul.items() if "sizes" in v}
 
 
 class _Progress:
@@ -486,12 +589,16 @@ class _Progress:
 
 def run(device: str | None = None, cfg: dict | None = None, compile_model: bool | None = None,
         progress: bool = True, command: str | None = None) -> dict:
-    """The whole profile of `device` (default: the detected one, CUDA or CPU) as one JSON-serialisable dict."""
+    """The whole profile of `device` (default: the detected one, CUDA or CPU) as one JSON-serialisable dict.
+    `compile_model` False leaves out every compiled step (train_step's and the ladder's); None: train_step compiles
+    on CUDA only, the ladder as `cfg["ladder"]["compile"]` says."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     cfg = cfg or config(device)
+    ladder_compile = compile_model
     compile_model = device == "cuda" if compile_model is None else compile_model
     gemm_spec = cfg.get("gemm_shapes", {"dtypes": [], "shapes": []})
-    total = sum(len(v) for v in cfg["matmul_sizes"].values()) + len(gemm_spec["dtypes"]) * len(gemm_spec["shapes"]) + 4
+    total = (sum(len(v) for v in cfg["matmul_sizes"].values()) + len(gemm_spec["dtypes"]) * len(gemm_spec["shapes"])
+             + 4 + len(LADDER))
     bar = _Progress(total) if progress else (lambda what, steps=1: None)
     started = time.perf_counter()
     profile: dict = {"schema_version": SCHEMA_VERSION, "made": {"command": command, "date": _now()},
@@ -507,7 +614,12 @@ def run(device: str | None = None, cfg: dict | None = None, compile_model: bool 
     profile["models"]["train_step"] = train_step(cfg, device, cfg["step_repeat"], peaks(profile["matmul"], device),
                                                  compile_model)
     bar("train step")
+    profile["models"]["ladder"] = mfu_ladder(cfg, device, cfg["step_repeat"], ladder_compile, progress=bar)
     profile["made"]["seconds"] = time.perf_counter() - started
+    with contextlib.suppress(AttributeError, OSError):  # how busy the machine was: 1-, 5- and 15-minute load averages
+        import os
+
+        profile["made"]["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return profile
 
 
@@ -525,6 +637,36 @@ def gemm_only(device: str | None = None, cfg: dict | None = None, command: str |
            "gemm_shapes": gemm_shape_sweep(device, cfg["gemm_shapes"], cfg["matmul_repeat"])}
     out["made"]["seconds"] = time.perf_counter() - started
     return out
+
+
+def ladder_only(device: str | None = None, cfg: dict | None = None, compile_model: bool | None = None,
+                command: str | None = None) -> dict:
+    """Just the device and the MFU ladder (`mfu_ladder`, a few minutes on a GPU: it compiles): what a GPU session
+    measures first (tools/gpu_checks.sh merges it into the shipped profile as models.ladder, made.ladder)."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    cfg = cfg or config(device)
+    started = time.perf_counter()
+    out = {"schema_version": SCHEMA_VERSION, "made": {"command": command, "date": _now()}, "device": device_info(device),
+           "config": {k: cfg[k] for k in ("gpt", "ladder", "step_repeat") if k in cfg},
+           "models": {"ladder": mfu_ladder(cfg, device, cfg["step_repeat"], compile_model)}}
+    out["made"]["seconds"] = time.perf_counter() - started
+    return out
+
+
+def ladder_summary(p: dict) -> str:
+    """The ladder's rungs of profile `p`, one per line: time, tokens/s and MFU (or why a rung was skipped)."""
+    ladder = p["models"]["ladder"]
+    peak = ladder["peak"]
+    lines = [f"MFU over the {peak['dtype']} peak, {fmt.format_rate(peak['flops_per_s'])}:" if peak["flops_per_s"]
+             else f"no MFU: {peak['source']}"]
+    for key, rung in ladder["rungs"].items():
+        if "seconds" in rung:
+            mfu = f"  MFU {rung['mfu']:.1%}" if rung["mfu"] is not None else ""
+            lines.append(f"  {rung['label']:<34} {fmt.format_seconds(rung['seconds']):>9}  "
+                         f"{rung['tokens_per_s']:>12,.0f} tok/s{mfu}")
+        else:
+            lines.append(f"  {rung['label']:<34} skipped: {rung['skipped'][:80]}")
+    return "\n".join(lines)
 
 
 def save(profile: dict, path: str | Path) -> None:
@@ -569,6 +711,10 @@ def _headline(p: dict) -> list[tuple[str, str]]:
     for name, s in steps.items():
         if "mfu" in s and s["mfu"] is not None:
             rows.append((f"train step {name}", f"{fmt.format_seconds(s['seconds'])}, MFU {s['mfu']:.1%}"))
+    ladder = p["models"].get("ladder", {})
+    for name, rung in ladder.get("rungs", {}).items():
+        if rung.get("mfu") is not None:
+            rows.append((f"ladder {rung['label']}", f"{fmt.format_seconds(rung['seconds'])}, MFU {rung['mfu']:.1%}"))
     ck = p["models"]["checkpointing"]
     rows.append(("checkpointing", f"{ck['saved_bytes_ratio']:.0%} of the bytes, {ck['flops_overhead']:+.0%} FLOPs, "
                                   f"{ck['time_overhead']:+.0%} time"))

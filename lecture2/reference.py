@@ -6,9 +6,11 @@ uses on that kind of device (`profile.config`), so both columns come from the sa
     mine = reference.measure_here("checkpointing")   # a partial profile of this machine
     print(reference.table("checkpointing", mine))    # yours | every shipped profile (GPU first)
 
-Sections: "dtypes" (01), "flops" (05), "memory" (06), "checkpointing" (07), "mfu" (08). Until a GPU profile
-is shipped, the tables of "dtypes" and "mfu" add the H200's datasheet figures, marked as such (a datasheet
-is a promise, not a measurement), and every table says how to add the measured one.
+Sections: "dtypes" (01), "flops" (05), "memory" (06), "checkpointing" (07), "mfu" and "ladder" (08). Until a GPU
+profile is shipped, the tables of "dtypes" and "mfu" add the H200's datasheet figures, marked as such (a datasheet
+is a promise, not a measurement), and every table says how to add the measured one. Until a shipped GPU profile
+holds the MFU ladder, the "ladder" table and figure add issue 40's H200 measurement of a GPT-2-small step, marked
+as that (not a profile of this package).
 Units: FLOP/s, bytes, bytes/s, seconds.
 """
 from __future__ import annotations
@@ -20,12 +22,19 @@ import torch
 
 from . import fmt, hardware, models, profile
 
-__all__ = ["SECTIONS", "DATASHEET_GPU", "references", "gpu_references", "measure_here", "table",
-           "bf16_over_fp32", "plot_matmul_references", "plot_dtypes"]
+__all__ = ["SECTIONS", "DATASHEET_GPU", "ISSUE_LADDER", "references", "gpu_references", "measure_here", "table",
+           "bf16_over_fp32", "ladder_gains", "ladder_mfu", "plot_matmul_references", "plot_dtypes", "plot_ladder"]
 
-SECTIONS = ("dtypes", "flops", "memory", "checkpointing", "mfu")
+SECTIONS = ("dtypes", "flops", "memory", "checkpointing", "mfu", "ladder")
 DATASHEET_GPU = "h200"  # shown from the datasheet while no measured GPU profile is shipped
 _MATMUL_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8")
+
+# Issue 40 (this course's tracker), measured on an H200 with torch 2.11: a standard GPT-2-small training step (bf16
+# autocast where the rung has it, fused AdamW in every rung, batch 16 x 1,024 tokens), MFU against the bf16 dense
+# peak. Not a profile of this package (another model, another order of rungs): shown, marked as such, until a shipped
+# GPU profile holds the course's own ladder (tools/gpu_checks.sh measures it first).
+ISSUE_LADDER = {"name": "h200 (issue 40: GPT-2 small, 16 x 1,024)",
+                "mfu": {"fp32": 0.103, "bf16": 0.121, "sdpa": 0.294, "compile": 0.417}}
 
 
 def _section(section: object) -> str:
@@ -49,7 +58,8 @@ def measure_here(section: str, device: str | None = None) -> dict:
     """Run the part of the profile that `section` shows, on this machine, at the profile's sizes for it.
 
     Returns a partial profile (the same keys as a shipped one). Time on a 2-core CPU: dtypes ~2 s,
-    flops/memory < 1 s, checkpointing < 1 s, mfu ~5 s; on a GPU a few seconds each.
+    flops/memory < 1 s, checkpointing < 1 s, mfu ~5 s, ladder ~5 s (no torch.compile on a CPU); on a GPU a few
+    seconds each, the ladder a few minutes (it compiles).
     """
     section = _section(section)
     if device is None:
@@ -65,6 +75,8 @@ def measure_here(section: str, device: str | None = None) -> dict:
         mine["models"] = profile.model_counts(cfg, device)
     if section == "checkpointing":
         mine["models"]["checkpointing"] = profile.checkpointing(cfg, device, cfg["step_repeat"])
+    if section == "ladder":  # torch.compile only on a GPU: on a CPU it compiles C++ for tens of seconds
+        mine["models"]["ladder"] = profile.mfu_ladder(cfg, device, cfg["step_repeat"], compile_model=device == "cuda")
     if section == "mfu":
         mine["bandwidth"] = profile.bandwidth(device, cfg["copy_bytes"], cfg["matmul_repeat"])
         mine["models"]["train_step"] = profile.train_step(cfg, device, cfg["step_repeat"],
@@ -289,6 +301,54 @@ def _step(name: str) -> Getter:
     return get
 
 
+def _rung(key: str) -> Getter:
+    def get(p: dict) -> str | None:
+        r = _get(p, "models", "ladder", "rungs", key)
+        if r is None:
+            return None
+        if "skipped" in r:
+            return "skipped" if r["skipped"].startswith("torch.compile not run") else "n/a"
+        s = r["settings"]
+        notes = [f"B={s['B']}"] if key == "batch" else []
+        if not s["compiled"] and key in ("fused_adamw", "batch"):
+            notes.append("not compiled")
+        note = f" ({', '.join(notes)})" if notes else ""
+        mfu = f", MFU {r['mfu']:.1%}" if r.get("mfu") is not None else ""
+        return f"{fmt.format_seconds(r['seconds'])}, {r['tokens_per_s']:,.0f} tok/s{mfu}{note}"
+    return get
+
+
+def _ladder_gpt_size(p: dict) -> str | None:
+    g = _get(p, "models", "ladder", "gpt") or _get(p, "config", "gpt")  # the ladder's own GPT, else the profile's
+    if g is None:
+        return None
+    return f"L={g['n_layer']} d={g['d_model']} V={g['vocab_size']} B={g['B']} T={g['T']}"
+
+
+def _ladder_peak(p: dict) -> str | None:
+    peak = _get(p, "models", "ladder", "peak")
+    if peak is None:
+        return None
+    return f"{peak['dtype']} peak {fmt.format_rate(peak['flops_per_s'])}" if peak.get("flops_per_s") else "no peak known"
+
+
+def ladder_mfu(p: dict) -> dict[str, float]:
+    """{rung key: MFU} of the rungs profile `p` measured (none: {})."""
+    rungs = _get(p, "models", "ladder", "rungs") or {}
+    return {k: r["mfu"] for k, r in rungs.items() if r.get("mfu") is not None}
+
+
+def ladder_gains(p: dict) -> dict[str, float]:
+    """{rung key: its MFU over the MFU of the last rung measured before it} for the rungs profile `p` measured."""
+    mfu, gains, before = ladder_mfu(p), {}, None
+    for key, _, _ in profile.LADDER:
+        if key in mfu:
+            if before is not None:
+                gains[key] = mfu[key] / before
+            before = mfu[key]
+    return gains
+
+
 def _rows(section: str) -> list[tuple[str, Getter]]:
     common = [("device", _device)]
     if section == "dtypes":
@@ -319,6 +379,9 @@ def _rows(section: str) -> list[tuple[str, Getter]]:
                          ("gradients (params + x)", _ckpt_grads),
                          ("CUDA peak: plain", _ckpt("plain", "peak_memory")),
                          ("CUDA peak: checkpointed", _ckpt("per_block", "peak_memory"))]
+    if section == "ladder":
+        return common + [("GPT size", _ladder_gpt_size), ("MFU divides by", _ladder_peak)] + [
+            (f"{i}. {label}", _rung(key)) for i, (key, label, _) in enumerate(profile.LADDER, 1)]
     return common + [(f"matmul {k} (best)", _matmul(k)) for k in _MATMUL_KEYS] + [
         ("copy bandwidth", _bandwidth), ("GPT size", _gpt_size),
         ("train step fp32", _step("fp32")), ("train step bf16", _step("bf16")),
@@ -352,6 +415,9 @@ def table(section: str, mine: dict | None = None) -> str:
     rows = _rows(section)
     columns: list[tuple[str, dict[str, str]]] = []
     profiles = ([("yours", mine)] if mine is not None else []) + list(references().items())
+    has_gpu = any(p["device"]["device"] == "cuda" for _, p in profiles[1 if mine is not None else 0:])
+    if section == "ladder":  # a shipped profile made before the ladder existed has nothing to show here
+        profiles = [(name, p) for name, p in profiles if name == "yours" or _get(p, "models", "ladder")]
     for name, p in profiles:
         values = {}
         for label, get in rows:
@@ -360,9 +426,14 @@ def table(section: str, mine: dict | None = None) -> str:
             except (KeyError, TypeError, ZeroDivisionError):  # a profile from an older schema: show a gap
                 values[label] = None
         columns.append((name, {k: v for k, v in values.items() if v is not None}))
-    has_gpu = any(p["device"]["device"] == "cuda" for _, p in profiles[1 if mine is not None else 0:])
     if not has_gpu and section in ("dtypes", "mfu"):
         columns.append((f"{DATASHEET_GPU} datasheet", _datasheet_rows(section, hardware.gpu(DATASHEET_GPU))))
+    gpu_ladder = any(ladder_mfu(p) for _, p in profiles[1 if mine is not None else 0:] if p["device"]["device"] == "cuda")
+    if section == "ladder" and not gpu_ladder:
+        issue = {f"{i}. {label}": f"MFU {ISSUE_LADDER['mfu'][key]:.1%}" if key in ISSUE_LADDER["mfu"] else "-"
+                 for i, (key, label, _) in enumerate(profile.LADDER, 1)}
+        columns.append((ISSUE_LADDER["name"], {"device": "NVIDIA H200 (torch 2.11)", "MFU divides by": "as issue 40 reports it",
+                                               "GPT size": "L=12 d=768 V=50304 B=16 T=1024", **issue}))
     labels = [label for label, _ in rows if any(label in values for _, values in columns)]
     w0 = max(len(label) for label in labels)
     widths = [max(len(name), *(len(values.get(label, "-")) for label in labels)) for name, values in columns]
@@ -375,6 +446,9 @@ def table(section: str, mine: dict | None = None) -> str:
         if name != "yours":
             made = p.get("made", {})
             lines.append(f"[{name}] {made.get('date', '?')}: {made.get('command', '?')}")
+    if section == "ladder" and not gpu_ladder:
+        lines.append(f"[{ISSUE_LADDER['name']}] issue 40's measurement (fused AdamW in every rung), not a profile of "
+                     "this package; the course's own GPU ladder: bash tools/gpu_checks.sh (its first step) on a GPU.")
     if not has_gpu:
         lines.append("还没有在 GPU 上实测的参考 profile (no measured GPU profile shipped yet)"
                      + ("：datasheet 一列是数据手册上的峰值，不是测量。" if section in ("dtypes", "mfu") else "。")
@@ -438,5 +512,32 @@ def plot_dtypes(mine: dict | None = None):
     ax.set_ylabel("matmul FLOP/s (best)")
     ax.set_title("matmul FLOP/s by dtype: your machine vs the references")
     ax.legend(handles=handles, fontsize=8, ncol=len(handles))
+    fig.tight_layout()
+    return fig
+
+
+def plot_ladder(mine: dict | None = None):
+    """The MFU ladder as grouped bars, a group per rung: yours (a `measure_here("ladder")` result) beside every
+    shipped profile that holds a ladder, and issue 40's H200 measurement while no shipped GPU profile holds one
+    (hatched: not this package's profile). A rung not measured in a column has no bar. Returns a Figure."""
+    import matplotlib.pyplot as plt
+
+    groups = ([("yours", mine)] if mine is not None else []) + list(references().items())
+    series = [(f"{name} ({p['device']['name'][:20]})", ladder_mfu(p), False) for name, p in groups if ladder_mfu(p)]
+    if not any(ladder_mfu(p) for name, p in groups if name != "yours" and p["device"]["device"] == "cuda"):
+        series.append((ISSUE_LADDER["name"], ISSUE_LADDER["mfu"], True))
+    keys = [key for key, _, _ in profile.LADDER]
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    width = 0.8 / max(1, len(series))
+    for j, (name, mfu, borrowed) in enumerate(series):
+        xs = [i + (j - (len(series) - 1) / 2) * width for i, k in enumerate(keys) if k in mfu]
+        ys = [100 * mfu[k] for k in keys if k in mfu]
+        bars = ax.bar(xs, ys, width, label=name, hatch="//" if borrowed else None, alpha=0.6 if borrowed else 0.9)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7)
+    ax.set_xticks(range(len(keys)), [label.replace("scaled_dot_product_attention", "SDPA") for _, label, _ in profile.LADDER],
+                  fontsize=8, rotation=15)
+    ax.set_ylabel("MFU (%)")
+    ax.set_title("the MFU ladder: each rung adds one change to the rungs before it")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

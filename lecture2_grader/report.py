@@ -2,7 +2,7 @@
 
     alice: 25/25 — ok
     bob: 20/25 — 01_tensors_dtypes: a cell timed out
-    carol: 18/25 — 03_modules: notebook missing (0 points); 05_flops: flagged for review (scored as usual): ex05_matmul_flops line 3: imports os
+    carol: 18/25 — 03_modules: notebook missing (0 points); 05_flops: flagged for review (scored as usual): ex05_flops_per_token line 3: imports os
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ def test_nothing_of_the_solutions_leaks_into_the_bundle(tmp_path):
     """No solutions/, tests/, tools/ or grading artefacts; no solution line or hidden test in any file."""
     zf = zipfile.ZipFile(bundle.write(tmp_path / "b.zip"))
     grader = {n for n in zf.namelist() if n.startswith("lecture2-student/lecture2_grader/")}
-    assert "lecture2-student/lecture2_grader/validate.py" in grader and "lecture2-student/lecture2_grader/kernel.py" in grader
+    assert "lecture2-student/lecture2_grader/validate.py" in grader and "lecture2-student/lecture2_grader/judging/kernel.py" in grader
     for name in zf.namelist():
         assert not re.search(r"/(solutions|tests|tools|submitted|autograded|feedback)/|gradebook\.db|grades\.csv", name), name
     for name in zf.namelist():

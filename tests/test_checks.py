@@ -27,6 +27,20 @@ def test_unknown_mistake_reports_the_ratio():
         checks.expect_close(3.0, 2.0, what="x")
 
 
+def test_a_wrong_answer_no_mistake_explains_gets_the_exercises_idea():
+    """Does an answer that matches no usual mistake get the exercise's idea as its hint (by key), while a usual
+    mistake still draws its own?"""
+    with pytest.raises(checks.CheckFailed) as err:
+        checks.expect_close(3.0, 2.0, what="x", mistakes=[checks.mistake("numel", 7.0)], idea="multiply_add")
+    assert err.value.hint_key == "multiply_add" and "ratio" in str(err.value)
+    with pytest.raises(checks.CheckFailed) as err:
+        checks.expect_equal(7, 12, what="x", mistakes=[checks.mistake("numel", 7)], idea="multiply_add")
+    assert err.value.hint_key == "numel"
+    with pytest.raises(checks.CheckFailed) as err:
+        checks.expect_equal(5, 12, what="x", idea="multiply_add")
+    assert err.value.hint_key == "multiply_add"
+
+
 def test_wrong_types_are_named():
     with pytest.raises(checks.CheckFailed, match="str"):
         checks.expect_close("14", 14.0, what="x")

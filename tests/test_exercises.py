@@ -99,8 +99,8 @@ def test_reference_passes_stub_fails_mistakes_draw_hints(name):
 
 # Release notebooks run in the lab two at a time (a notebook's kernel keeps about one core busy, and CI has two: 95 s
 # -> 56 s here), 08 too: with its exercises unfilled, what its cells assert of their own timings holds on a busy
-# machine (the smallest matmul below half the fastest: 0.16 of it measured; an add below a tenth of the peak: 0.03,
-# the peak taken in thread CPU time, which a neighbour does not slow), and its MFU cell waits for exercise 2.
+# machine (an add below a tenth of the fp32 peak: 0.02 of it measured, the peak the best call of a sweep, which a
+# neighbour only lowers), and its MFU cell waits for exercise 2.
 def _run_all_in_the_lab(name: str) -> tuple[str | None, int]:
     """Run All of release notebook `name` in a Jupyter kernel: (the first cell that stopped it, with its error, or
     None; how many cells printed the "not implemented yet" notice)."""

@@ -1,5 +1,4 @@
 """lecture2.hardware: the peak table, name lookup, dtype keys, device detection, the CPU's measured peak."""
-import time
 
 import pytest
 import torch
@@ -96,67 +95,84 @@ def test_detect_device_names_a_real_device():
         assert hardware.detect_device() != "cuda"
 
 
-def test_cpu_peak_is_2n3_over_the_median_time(monkeypatch):
-    """With a fake clock (every timed call lasts 0.25 s), is the peak exactly 2·n³ / 0.25 s, with no spread?
-
-    Catches a missing 2 of multiply-add, ms for s, or the best call instead of the median: exact, no noise."""
-    now = [0.0]
+def _fake_clock(durations):
+    """A time.perf_counter for measure_cpu_peak: the first read starts the sweep, then each timed call reads the clock
+    twice and lasts the next of `durations` seconds (0 once they run out)."""
+    durations, now, reads = iter(durations), [0.0], [0]
 
     def clock():
-        now[0] += 0.25  # each read 0.25 s after the previous one: every timed call "lasts" 0.25 s
+        reads[0] += 1
+        if reads[0] > 1 and reads[0] % 2 == 1:  # the read that ends a timed call
+            now[0] += next(durations, 0.0)
         return now[0]
 
-    monkeypatch.setattr(hardware.time, "perf_counter", clock)
-    monkeypatch.setattr(hardware.time, "thread_time", clock)  # one thread is timed by its CPU time
-    peak = hardware.measure_cpu_peak(torch.float32, threads=1, sizes=(32,), repeat=5, warmup=1)
-    assert peak.n == 32 and peak.dtype == "fp32" and len(peak.samples) == 5
-    assert peak.flops_per_s == 2 * 32**3 / 0.25 and peak.spread == 0.0 and peak.low == peak.high
-    assert peak.clock == "thread CPU time"
+    return clock
 
 
-def test_cpu_peak_record_median_spread_threads():
-    """Does the record report the median, the interquartile spread, and the thread count it ran on?"""
-    p = hardware.CPUPeak(3.0, (1.0, 2.0, 3.0, 4.0, 5.0), 64, "fp32", 1, 0.1)
+def test_cpu_peak_is_the_best_call_of_the_best_size(monkeypatch):
+    """With a fake clock, is the peak 2·n³ over the fastest call, at the size whose fastest call is fastest per FLOP,
+    and does the sweep stop after the first size whose best call takes max_call_seconds?
+
+    Catches a missing 2 of multiply-add, ms for s, the median or the last size instead of the best: exact, no noise."""
+    # n=32: calls of 0.5, 0.25, 1.0 s -> best 2·32³/0.25; n=64: 2.0, 1.0, 4.0 s -> 2·64³/1.0, the best per FLOP;
+    # n=128 is never timed: n=64's best call (1.0 s) reached max_call_seconds
+    monkeypatch.setattr(hardware.time, "perf_counter", _fake_clock([0.5, 0.25, 1.0, 2.0, 1.0, 4.0]))
+    peak = hardware.measure_cpu_peak(torch.float32, threads=1, sizes=(32, 64, 128), repeat=3, warmup=1,
+                                     max_call_seconds=1.0)
+    assert peak.sweep == ((32, 2 * 32**3 / 0.25), (64, 2 * 64**3 / 1.0))
+    assert (peak.n, peak.flops_per_s, peak.dtype, peak.clock) == (64, 2 * 64**3 / 1.0, "fp32", "wall clock")
+    assert peak.samples == (2 * 64**3 / 2.0, 2 * 64**3 / 1.0, 2 * 64**3 / 4.0) and peak.high == peak.flops_per_s
+
+
+def test_cpu_peak_record_best_sweep_spread_threads():
+    """Does the record report its best, the sweep it came from, the spread of its calls and its thread count, and
+    does a live sweep restore torch's thread count?"""
+    p = hardware.CPUPeak(5.0, (1.0, 2.0, 3.0, 4.0, 5.0), 64, "fp32", 1, 0.1, ((32, 2.0), (64, 5.0)))
     assert (p.low, p.high) == (1.0, 5.0) and p.spread == pytest.approx((4.0 - 2.0) / 3.0)
-    assert "median of 5" in p.describe() and "1 thread, wall clock)" in p.describe()
-    busy = hardware.CPUPeak(3.0, (3.0,), 64, "fp32", 1, 0.1, "thread CPU time", 1.5)
-    assert busy.busy == 0.5 and "the machine is busy" in busy.describe()  # the wall clock saw half the CPU time's rate
+    assert "best of a matmul sweep n=32…64, at n=64; 1 thread, wall clock)" in p.describe()
     before = torch.get_num_threads()
     live = hardware.measure_cpu_peak(torch.float32, threads=1, sizes=(64, 128), repeat=3)
     assert live.threads == 1 and torch.get_num_threads() == before  # pinned for the measurement, then restored
-    assert live.clock == "thread CPU time" and live.wall_flops_per_s > 0
-    assert live.flops_per_s == sorted(live.samples)[1] and live.n in (64, 128)
+    assert live.flops_per_s == max(live.samples) == max(f for _, f in live.sweep) and live.n in (64, 128)
 
 
 def test_cpu_peak_agrees_with_an_independent_timer():
-    """Is the measured peak what torch.utils.benchmark.Timer measures for the same matmul, thread and clock?
+    """Is the measured peak what torch.utils.benchmark.Timer's fastest block measures for the same matmul and thread?
 
-    Basis for 0.67-1.5x: both are medians of the same n³ fp32 matmul on one thread, timed by the thread's CPU
-    time (which other processes cannot stretch), in one process; on the shared 2-core machine under a load of
-    6, such medians moved by up to 15% between runs (81-93 GFLOP/s). The exact formula is the fake-clock
-    test's job; this one fails a number that is not a measurement of this machine's matmul (a unit slip; the
-    wrong operation, size or thread count timed)."""
+    Basis for 0.5-2x: both are the fastest of repeated calls of the same fp32 matmul on one thread, by the wall
+    clock, in one process; on the shared 2-core machine a best-of-5 has been seen 30% slow under load, and a miss is
+    measured again (up to 3 times: noise rarely strikes three times running). The exact formula is the fake-clock
+    test's job; this one fails a number that is not a measurement of this machine's matmul (a unit slip; the wrong
+    operation, size or thread count timed)."""
     from torch.utils import benchmark as torch_benchmark
 
-    peak = hardware.measure_cpu_peak(torch.float32, threads=1)
-    assert peak.clock == "thread CPU time"
-    n = peak.n
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    timer = torch_benchmark.Timer("a @ b", globals={"a": a, "b": b}, num_threads=1, timer=time.thread_time)
-    independent = 2 * n**3 / timer.blocked_autorange(min_run_time=0.3).median
-    assert 0.67 < peak.flops_per_s / independent < 1.5, (peak.describe(), independent)
+    ratios = []
+    for _ in range(3):
+        peak = hardware.measure_cpu_peak(torch.float32, threads=1, sizes=(256, 512))
+        n = peak.n
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        timer = torch_benchmark.Timer("a @ b", globals={"a": a, "b": b}, num_threads=1)
+        independent = 2 * n**3 / min(timer.blocked_autorange(min_run_time=0.2).times)
+        ratios.append(peak.flops_per_s / independent)
+        if 0.5 < ratios[-1] < 2:
+            return
+    pytest.fail(f"cpu peak / Timer's best: {ratios}, outside 0.5..2")
 
 
-def test_cpu_peak_is_measured_once_per_process_and_thread_count(monkeypatch):
-    """Do cpu_peak and peak_flops on CPU measure once per thread count and then reuse that one record?"""
+def test_cpu_roof_is_measured_once_per_process_thread_count_and_dtype(monkeypatch):
+    """Do cpu_peak, cpu_bandwidth, roof and peak_flops on CPU measure once per dtype and thread count, then reuse that
+    one record; does each dtype get its own peak, and training_peak the higher one?"""
     calls = []
 
-    def fake_measure(dtype, threads):
+    def fake_peak(dtype, threads):
         calls.append((dtype, threads))
-        return hardware.CPUPeak(1e9 * (len(calls)), (1e9,), 64, "fp32", threads, 0.0)
+        return hardware.CPUPeak({torch.float32: 1e9, torch.bfloat16: 3e9}[dtype], (1e9,), 64, "fp32", threads, 0.0)
 
-    monkeypatch.setattr(hardware, "measure_cpu_peak", fake_measure)
+    monkeypatch.setattr(hardware, "measure_cpu_peak", fake_peak)
+    monkeypatch.setattr(hardware, "measure_cpu_bandwidth",
+                        lambda threads: hardware.CPUBandwidth(2e9, {"add": 2e9}, 2**26, threads, 0.0))
     hardware._cached_cpu_peak.cache_clear()
+    hardware._cached_cpu_bandwidth.cache_clear()
     try:
         first = hardware.cpu_peak(torch.float32, threads=1)
         assert hardware.cpu_peak(torch.float32, threads=1) is first
@@ -164,10 +180,30 @@ def test_cpu_peak_is_measured_once_per_process_and_thread_count(monkeypatch):
             m.setattr(torch, "get_num_threads", lambda: 1)
             assert hardware.peak_flops(torch.float32, device="cpu") == first.flops_per_s == 1e9
             assert hardware.peak_flops("tf32", device="cpu") == 1e9  # tf32 is fp32 on a CPU
+            bf16 = hardware.roof("bf16", "cpu")
+            assert (bf16.peak_flops_per_s, bf16.bandwidth_bytes_per_s, bf16.ridge) == (3e9, 2e9, 1.5)
+            assert bf16.attainable(0.5) == 1e9 and bf16.attainable(10) == 3e9 and "measured here" in bf16.source
+            assert hardware.training_peak("cpu") == ("bf16", 3e9)
         assert hardware.cpu_peak(torch.float32, threads=2).threads == 2  # another thread count: measured anew
-        assert calls == [(torch.float32, 1), (torch.float32, 2)]
+        assert calls == [(torch.float32, 1), (torch.bfloat16, 1), (torch.float32, 2)]
     finally:
         hardware._cached_cpu_peak.cache_clear()
+        hardware._cached_cpu_bandwidth.cache_clear()
+
+
+def test_stream_bandwidth_counts_what_each_kernel_reads_and_writes(monkeypatch):
+    """With a fake clock (every pass 0.5 s), does each kernel count 8 (copy, scale) or 12 (add, triad) bytes an
+    element, and is the bandwidth the best kernel's?"""
+    monkeypatch.setattr(hardware.time, "perf_counter", _fake_clock([0.5] * 100))
+    bw = hardware.measure_cpu_bandwidth(threads=1, n_bytes=4096, repeat=2)
+    assert bw.kernels == {"copy": 8 * 1024 / 0.5, "scale": 8 * 1024 / 0.5, "add": 12 * 1024 / 0.5,
+                          "triad": 12 * 1024 / 0.5}
+    assert bw.bytes_per_s == 12 * 1024 / 0.5 and "1 thread" in bw.describe()
+
+
+def test_the_peak_table_prints_the_datasheet_rows():
+    table = hardware.peak_table(("a100", "h100-sxm"))
+    assert "989.4" in table and "494.7" in table and "156.0" in table and "tf32" in table.splitlines()[0]
 
 
 def test_cpu_peak_refuses_bad_input():
@@ -189,6 +225,9 @@ def test_cuda_peak_comes_from_the_datasheet():
         pytest.skip("no CUDA device")
     spec = hardware.gpu_from_device_name(torch.cuda.get_device_name())
     assert hardware.peak_flops(torch.bfloat16) == spec.peak_flops(torch.bfloat16)
+    tf32 = hardware.roof("tf32", "cuda")
+    assert tf32.peak_flops_per_s == spec.peak["tf32"] and tf32.bandwidth_bytes_per_s == spec.bandwidth_bytes_per_s
+    assert hardware.training_peak("cuda") == ("bf16", spec.peak["bf16"])
 
 
 @pytest.mark.gpu

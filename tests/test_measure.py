@@ -158,3 +158,39 @@ def test_peak_rss_is_in_bytes():
     hwm_kib = int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM")).split()[1])
     # ru_maxrss and VmHWM read the same counter at slightly different moments: within 5%, and both in bytes here
     assert measure.peak_rss() >= 0.95 * hwm_kib * 1024 > 10 * 2**20  # a Python with torch holds far more than 10 MiB
+
+
+def test_kept_bytes_sees_what_autograd_saves_and_a_checkpoint_keeps():
+    """Does kept_bytes agree with saved_bytes where autograd alone keeps things, and see a checkpoint's input?"""
+    from torch.utils.checkpoint import checkpoint
+
+    from lecture2.models import TransformerBlock
+
+    torch.manual_seed(0)
+    block = TransformerBlock(16, 2)
+    x = torch.randn(2, 8, 16, requires_grad=True)
+    params = list(block.parameters())
+    assert measure.kept_bytes(block, x, exclude=params) == measure.saved_bytes(lambda: block(x), exclude=params)
+    assert measure.kept_bytes(lambda z: checkpoint(block, z, use_reentrant=False), x, exclude=params) == x.nbytes
+
+
+def test_block_saved_bytes_is_saved_bytes_of_a_fresh_block():
+    """Is block_saved_bytes the bytes one block saves on an input that requires grad, linear in B?"""
+    from lecture2.models import TransformerBlock
+
+    torch.manual_seed(0)
+    block = TransformerBlock(16, 2, fused_attention=True)
+    x = torch.randn(1, 8, 16, requires_grad=True)
+    one = measure.saved_bytes(lambda: block(x), exclude=block.parameters())
+    assert measure.block_saved_bytes(1, 8, 16, 2, fused_attention=True) == one
+    assert measure.block_saved_bytes(3, 8, 16, 2, fused_attention=True) == 3 * one
+
+
+def test_paired_times_reports_medians_a_ratio_and_its_band():
+    """Are two callables timed in pairs, the slower one's ratio above 1 and the verdict cautious?"""
+    import time
+
+    timing = measure.paired_times(lambda: None, lambda: time.sleep(0.002), repeat=5, warmup=1, device="cpu")
+    assert timing.b > timing.a and timing.ratio > 1 and timing.band[0] <= timing.ratio <= timing.band[1]
+    assert timing.verdict() == "slower"
+    assert measure.PairedTiming(1.0, 1.0, 1.0, (0.9, 1.1)).verdict() == "unclear"

@@ -123,3 +123,19 @@ def test_fused_switch_reaches_gpt_and_refuses_non_bools():
     assert model(torch.randint(0, 50, (2, 8))).shape == (2, 8, 50)
     with pytest.raises(ValueError, match="bool"):
         models.MultiHeadAttention(16, 2, fused="yes")
+
+
+def test_training_step_updates_the_weights_and_clears_the_gradients():
+    """Does models.training_step run forward, backward and the optimizer on its batch, leaving no gradient behind,
+    with the FLOPs of one forward + backward of that batch?"""
+    torch.manual_seed(0)
+    cfg = models.GPTConfig(vocab_size=32, block_size=8, n_layer=1, n_head=2, d_model=16)
+    model = models.GPT(cfg)
+    idx = torch.randint(0, 32, (2, 8))
+    step = models.training_step(model, torch.optim.SGD(model.parameters(), lr=0.1), idx)
+    before = model.lm_head.weight.detach().clone()
+    step()
+    assert not torch.equal(before, model.lm_head.weight) and all(p.grad is None for p in model.parameters())
+    assert measure.count_flops(step) == measure.count_flops(lambda: model.loss(idx, idx).backward())
+    with pytest.raises(TypeError, match="GPT"):
+        models.training_step(models.MLP([4, 4]), torch.optim.SGD(model.parameters(), lr=0.1), idx)

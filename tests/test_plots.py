@@ -3,7 +3,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
 
 from lecture2 import plots  # noqa: E402
 
@@ -37,3 +39,21 @@ def test_step_timeline_has_a_row_per_kind_of_event(kernels):
 def test_step_timeline_without_the_phases_says_so():
     with pytest.raises(ValueError, match="record_function"):
         plots.step_timeline({"traceEvents": []})
+
+
+def test_roofline_draws_a_roof_per_dtype_and_says_how_high_the_points_reach():
+    """Does the roofline draw min(peak, I·W) for each dtype, and does its title report the highest point against its
+    own dtype's roof (a bf16 point is measured against the bf16 roof, not fp32's)?"""
+    from lecture2 import hardware
+
+    roofs = {torch.float32: hardware.Roof("fp32", 100.0, 10.0, "test"),
+             torch.bfloat16: hardware.Roof("bf16", 400.0, 10.0, "test")}
+    points = {"matmul bf16": (torch.bfloat16, [(64.0, 300.0)]), "add": (torch.float32, [(1 / 12, 0.5)])}
+    fig = plots.roofline(roofs, points)
+    assert fig.highest_share == 0.75 and "75% of its own roof" in fig.axes[0].get_title()
+    roof_lines = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("roof")]
+    assert [max(line.get_ydata()) for line in roof_lines] == [100.0, 400.0]
+    fig = plots.matmul_rates({(torch.float32, 64): 50.0, (torch.float32, 128): 90.0}, {torch.float32: roofs[torch.float32]},
+                             references=False)
+    assert [line.get_label() for line in fig.axes[0].get_lines()] == ["fp32 measured (median)", "fp32 peak here"]
+    plt.close("all")

@@ -89,6 +89,11 @@ def test_every_shipped_profile_has_the_common_schema(name):
     assert p["made"]["command"].startswith("python -m lecture2 profile --out ") and p["made"]["date"].endswith("Z")
     assert p["device"]["device"] in ("cpu", "cuda") and p["device"]["name"] and p["device"]["memory_bytes"] > 0
     assert "fp32" in p["matmul"] and "sizes" in p["matmul"]["fp32"] and p["bandwidth"]["bytes_per_s"] > 0
+    # each dtype's peak is an upper bound (a datasheet, or on a CPU the best call of hardware.cpu_peak's own sweep):
+    # no matmul the profile timed reads above the peak of its own dtype (issue 40)
+    fractions = [r["fraction_of_peak"] for m in p["matmul"].values() for r in m.get("sizes", [])
+                 if r.get("fraction_of_peak") is not None]
+    assert fractions and max(fractions) <= 1, (name, max(fractions))
     m = p["models"]
     # Checkpointing keeps less than the plain stack; its extra FLOPs stay under the lecture's +33% (one more
     # forward), since non-reentrant checkpointing stops each recompute early.
@@ -124,7 +129,7 @@ def test_regenerated_counts_equal_the_shipped_ones(cpu_profile):
     """With the shipped configuration, are every FLOP count and byte figure measured again here identical?"""
     cfg = cpu_profile["config"]
     assert profile.model_counts(cfg, "cpu") == {k: v for k, v in cpu_profile["models"].items()
-                                                 if k not in ("checkpointing", "train_step")}
+                                                 if k not in ("checkpointing", "train_step", "ladder")}
     again = profile.checkpointing(cfg, "cpu", repeat=1)
     for mode in ("plain", "per_block"):
         assert again[mode]["saved_bytes"] == cpu_profile["models"]["checkpointing"][mode]["saved_bytes"]
@@ -295,3 +300,70 @@ def test_the_transformer_gemm_sweep_runs_at_tiny_sizes_and_feeds_the_planners_fi
     (tmp_path / "h200.json").write_text(json.dumps(shipped))
     monkeypatch.setattr(compute, "PROFILES", tmp_path)
     assert (8192, 2304, 16384, 0.001) in compute._profile_points("h200", "bf16")
+
+
+def test_the_mfu_ladder_climbs_one_change_a_rung_at_tiny_sizes(monkeypatch):
+    """Does the ladder run every rung of profile.LADDER in order, each keeping the changes above it, with the same
+    model FLOPs (6N + 12LdT)·B·T divided by one peak (hardware.training_peak), and skip torch.compile when told to
+    (the rungs after it then run eagerly, and say so)?"""
+    from lecture2 import hardware
+
+    monkeypatch.setattr(hardware, "training_peak", lambda device=None: ("bf16", 1e12))
+    g = {"vocab_size": 64, "block_size": 16, "n_layer": 1, "n_head": 2, "d_model": 32, "B": 2, "T": 16}
+    ladder = profile.mfu_ladder({"gpt": g, "ladder": {"batch_large": 6}}, "cpu", repeat=1, compile_model=False)
+    assert ladder["peak"]["dtype"] == "bf16" and ladder["peak"]["flops_per_s"] == 1e12
+    rungs = ladder["rungs"]
+    assert list(rungs) == [key for key, _, _ in profile.LADDER]
+    assert rungs["compile"]["skipped"].startswith("torch.compile not run")
+    expected = {"fp32": (False, False, False, 2), "bf16": (True, False, False, 2), "sdpa": (True, True, False, 2),
+                "fused_adamw": (True, True, True, 2), "batch": (True, True, True, 6)}
+    for key, (bf16, sdpa, fused, batch) in expected.items():
+        r = rungs[key]
+        s = r["settings"]
+        assert (s["bf16"], s["sdpa"], s["fused_adamw"], s["B"], s["compiled"]) == (bf16, sdpa, fused, batch, False), key
+        assert r["model_flops"] == _gpt_step_flops({**g, "B": batch}) and r["seconds"] > 0
+        assert r["mfu"] == pytest.approx(r["model_flops"] / r["seconds"] / 1e12, rel=1e-12)
+        assert r["tokens_per_s"] == pytest.approx(batch * g["T"] / r["seconds"], rel=1e-12)
+    assert json.loads(json.dumps(ladder)) == ladder
+
+
+def test_the_shipped_cpu_profile_holds_the_whole_ladder(cpu_profile):
+    """Were all six rungs measured when the shipped CPU profile was made (torch.compile included), each below its
+    peak, with the model FLOPs of its batch?"""
+    ladder = cpu_profile["models"]["ladder"]
+    g = cpu_profile["config"]["gpt"]
+    assert set(ladder["rungs"]) == {key for key, _, _ in profile.LADDER}
+    for key, r in ladder["rungs"].items():
+        assert "skipped" not in r, (key, r)
+        assert r["model_flops"] == _gpt_step_flops({**g, "B": r["settings"]["B"]}) and 0 < r["mfu"] < 1
+    assert ladder["rungs"]["compile"]["settings"]["compiled"] and ladder["rungs"]["batch"]["settings"]["B"] > g["B"]
+    assert cpu_profile["device"]["threads"] >= 1 and ladder["peak"]["dtype"] in ("fp32", "bf16")
+
+
+def test_ladder_only_measures_just_the_ladder_and_says_how(capsys, tmp_path):
+    """Does `--ladder-only` (what tools/gpu_checks.sh runs first) write the device, the config it used and the ladder,
+    with when and how it was made, and print a line per rung?"""
+    g = {"vocab_size": 64, "block_size": 16, "n_layer": 1, "n_head": 2, "d_model": 32, "B": 2, "T": 16}
+    alone = profile.ladder_only("cpu", {"gpt": g, "ladder": {"batch_large": 4}, "step_repeat": 1}, compile_model=False,
+                                command="python -m lecture2 profile --ladder-only")
+    assert set(alone["made"]) == {"command", "date", "seconds"} and alone["config"]["ladder"] == {"batch_large": 4}
+    assert alone["models"]["ladder"]["gpt"] == g and set(alone["models"]["ladder"]["rungs"]) == {k for k, _, _ in profile.LADDER}
+    text = profile.ladder_summary(alone)
+    assert text.count("MFU") == 1 + 5 and "skipped: torch.compile not run" in text
+
+
+def test_a_gpu_without_a_datasheet_row_gets_times_and_no_mfu(monkeypatch):
+    """On a GPU the peak table does not know, does the ladder still time every rung, with MFU left out (None) rather
+    than a guessed peak, and do the summary and the reference table say so instead of failing?"""
+    from lecture2 import hardware, reference
+
+    def unknown(device=None):
+        raise hardware.UnknownGPU("GPU 'NVIDIA X1' 不在峰值表中 (not in the peak table)")
+
+    monkeypatch.setattr(hardware, "training_peak", unknown)
+    g = {"vocab_size": 64, "block_size": 16, "n_layer": 1, "n_head": 2, "d_model": 32, "B": 2, "T": 16}
+    ladder = profile.mfu_ladder({"gpt": g}, "cpu", repeat=1, compile_model=False)
+    assert ladder["peak"]["flops_per_s"] is None and all(r["mfu"] is None for r in ladder["rungs"].values() if "seconds" in r)
+    p = {"device": {"device": "cuda", "name": "NVIDIA X1"}, "config": {"gpt": g}, "models": {"ladder": ladder}}
+    assert "no MFU" in profile.ladder_summary(p)
+    assert "no peak known" in reference.table("ladder", {**p, "made": {}})

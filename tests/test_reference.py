@@ -188,3 +188,27 @@ def test_cuda_sections_fill_the_allocator_rows():
     assert "vs saved" in text and "rounding" in text
     ck = reference.measure_here("checkpointing", device="cuda")["models"]["checkpointing"]
     assert ck["per_block"]["peak_memory"] < ck["plain"]["peak_memory"]
+
+
+def test_the_ladder_sets_issue_40s_h200_beside_yours_until_a_gpu_ladder_ships(cpu_profile, cpu_only, monkeypatch,
+                                                                              tmp_path_factory):
+    """While no shipped GPU profile holds a ladder: does the ladder table add issue 40's H200 measurement, marked as
+    not this package's, and the figure hatch it? Once one does (a fake H200 built from the CPU profile), is it gone?"""
+    import matplotlib.pyplot as plt
+
+    text = reference.table("ladder", cpu_profile)
+    assert reference.ISSUE_LADDER["name"] in text.splitlines()[0] and "MFU 41.7%" in text
+    assert "not a profile of this package" in text
+    fig = reference.plot_ladder(cpu_profile)
+    assert any(p.get_hatch() for p in fig.axes[0].patches)
+    plt.close("all")
+    gpu_dir = tmp_path_factory.mktemp("gpu_ladder")
+    fake = _fake_gpu(cpu_profile)
+    fake["models"]["ladder"] = copy.deepcopy(cpu_profile["models"]["ladder"])
+    (gpu_dir / "h200.json").write_text(json.dumps(fake))
+    monkeypatch.setattr(profile, "PROFILES", gpu_dir)
+    text = reference.table("ladder", cpu_profile)
+    assert reference.ISSUE_LADDER["name"] not in text and "MFU" in text
+    fig = reference.plot_ladder(cpu_profile)
+    assert not any(p.get_hatch() for p in fig.axes[0].patches)
+    plt.close("all")

@@ -116,3 +116,40 @@ def test_eight_bit_adam_state_on_cuda():
         p.grad = torch.randn_like(p)
     optimizer.step()
     assert training_state.state_bytes(params, optimizer)["optimizer"] == 2 * 4900 + 2 * 4 * 20 + 2 * 256 * 4 + 8 * 16
+
+
+@pytest.mark.parametrize("optimizer, precision, fp32_grads, per_param, counters", [
+    ("sgd", "fp32", "none", (4, 4, 0), 0), ("sgd_momentum", "fp32", "none", (4, 4, 4), 0),
+    ("adagrad", "fp32", "none", (4, 4, 4), 24),
+    ("sgd", "bf16", "none", (2, 2, 0), 0), ("adam", "fp32", "none", (4, 4, 8), 24),
+    ("adam", "mixed", "none", (2, 2, 12), 24), ("adam", "mixed", "instead", (2, 4, 12), 24),
+    ("adam", "mixed", "also", (2, 6, 12), 24)])
+def test_one_real_step_of_each_recipe_holds_its_copies(optimizer, precision, fp32_grads, per_param, counters):
+    """Does one step of each recipe on a real block hold exactly its copies per parameter (16 for the lecture's
+    bf16 + Adam, 18 and 20 with resident fp32 gradients), with torch.optim's step counters apart?"""
+    held = training_state.step_bytes(optimizer, precision, d_model=32, n_heads=4, fp32_grads=fp32_grads)
+    n = held.n_params
+    assert n == 12 * 32 * 32 + 2 * 32 and held.n_tensors == 6
+    assert (held.params, held.grads, held.optimizer) == tuple(b * n for b in per_param)
+    assert held.counters == counters  # one 4-byte fp32 step per parameter tensor for Adam and Adagrad, none for SGD
+    assert held.total == sum(per_param) * n and held.per_param()["total"] == sum(per_param)
+
+
+def test_eight_bit_and_adafactor_steps_hold_less_than_adam():
+    """Are Adafactor's and 8-bit Adam's states far below Adam's 8 bytes/param, with no tensor step counter for
+    bitsandbytes?"""
+    pytest.importorskip("bitsandbytes")
+    adafactor = training_state.step_bytes("adafactor", "fp32", d_model=256)
+    eight_bit = training_state.step_bytes("adam8bit", "fp32", d_model=256)
+    assert adafactor.per_param()["optimizer"] < 0.05 and 2 < eight_bit.per_param()["optimizer"] < 2.1
+    assert eight_bit.counters == 0 and adafactor.counters == 6 * 4
+
+
+def test_step_bytes_refuses_what_it_does_not_know():
+    """Is an unknown optimizer, precision or fp32-gradient option refused with a message?"""
+    with pytest.raises(ValueError, match="optimizer"):
+        training_state.step_bytes("lion")
+    with pytest.raises(ValueError, match="precision"):
+        training_state.step_bytes("adam", "fp8")
+    with pytest.raises(ValueError, match="fp32_grads"):
+        training_state.step_bytes("adam", "fp32", fp32_grads="also")

@@ -212,7 +212,7 @@ def architecture_table() -> str:
     return "\n".join(rows)
 
 
-EXAMPLE = ("09_training_cost.ipynb", "ex09_training_cost", "ex09_training_cost_check")  # docs/writing-checks.md's
+EXAMPLE = ("09_training_cost.ipynb", "ex09_inverse", "ex09_inverse_check")  # docs/writing-checks.md's
 
 
 def worked_example() -> str:

@@ -1,22 +1,24 @@
-"""Notebook 09's check cases: training_days; training_cost and cost_per_1k_tokens; gpus_needed and
-tokens_affordable.
+"""Notebook 09's check cases: gpus_needed and tokens_affordable, the time formula of the lecture's §6 turned around.
 
 Expected values are passed in by the test cell: reference numbers with their sources (the lecture, CS336,
-Megatron-LM, Llama 2), or, for drawn cases, the formula written in the cell's hidden region; parameter counts
-of real model sizes are measured here on the meta device. The usual wrong answers are named relative to the
-expected value, each by its hint's key. Every answer is reached through lecture2.answers: an instrument beside
-it (`checks.by_formula`) calls it with plain numbers while the course's calculator (lecture2.estimate)
-is switched off there, and returns what it returned and whether it called the calculator: these exercises ask
-for the formula, not for the calculator that already has it.
+Megatron-LM, Llama 2), or, for drawn cases, computed in the cell's hidden region. The usual wrong answers are
+named relative to the expected value, each by its hint's key; an answer that matches none gets the exercise's
+idea. Every answer is reached through lecture2.answers: an instrument beside it (`checks.by_formula`) calls it
+with plain numbers while the course's calculator (lecture2.estimate) is switched off there, and returns what it
+returned and whether it called the calculator: these exercises ask for a derivation, not for the calculator.
 """
 from __future__ import annotations
 
 import math
 
-import torch
+from lecture2 import answers, checks
 
-from lecture2 import answers, checks, models
-
+checks.register_hints({
+    "cost.gpus_idea": "思路 (idea)：要做的总 FLOPs 是固定的 (6ND)。一张 GPU 在期限内能做多少 FLOPs (每秒做 peak × MFU，期限有多少秒)？"
+                      "需要的 GPU 数就是这两个数之比，再取成整数。",
+    "cost.tokens_idea": "思路 (idea)：钱买的是 GPU-小时 (GPU-hours)：预算 ÷ 每 GPU-小时的价格。一个 GPU-小时能做多少 FLOPs？"
+                        "每个 token 要 6N FLOPs。GPU 的个数只决定要等多久，不改变 GPU-小时的总数。",
+})
 
 
 def _call(fn, what: str, *args):
@@ -34,58 +36,11 @@ def _what(name: str, args: tuple, label: str) -> str:
     return f"{name}({_args(*args)})" + (f" [{label}]" if label else "")
 
 
-def meta_param_count(config: models.GPTConfig) -> int:
-    """Parameters of models.GPT(config), built on the meta device (no memory)."""
-    with torch.device("meta"):
-        model = models.GPT(config)
-    return sum(p.numel() for p in model.parameters())
-
-
 def about_case(fn, args: tuple, want: float, within: float, label: str) -> None:
     """fn(*args) within ±`within` of a published figure `want` (a number, int or float)."""
     __tracebackhide__ = True
     what = _what(fn.__name__, args, label)
     checks.expect_close(_call(fn, what, *args), want, rtol=0.0, atol=within, what=f"{what}, 约 (about) ±{within:g}")
-
-
-# --- training_days --------------------------------------------------------------------------------------------
-
-def days_case(fn, n: float, d: float, gpus: int, peak: float, mfu: float, want: float, label: str = "") -> None:
-    """fn(n, d, gpus, peak, mfu) against `want` days (rtol 1e-9)."""
-    __tracebackhide__ = True
-    what = _what("training_days", (n, d, gpus, peak, mfu), label)
-    checks.expect_close(_call(fn, what, n, d, gpus, peak, mfu), want, rtol=1e-9, what=what, mistakes=[
-        checks.mistake("sparse_peak", want / 2),
-        checks.mistake("two_n", want / 3),
-        checks.mistake("hours_for_days", want * 24),
-        checks.mistake("seconds_for_days", want * 86400),
-        checks.mistake("gpu_count", want * gpus),
-        checks.mistake("mfu_forgotten", want * mfu),
-        checks.mistake("mfu_inverted", want * mfu * mfu),
-    ])
-
-
-# --- training_cost, cost_per_1k_tokens ------------------------------------------------------------------------
-
-def cost_case(fn, days: float, gpus: int, price: float, want: float, label: str = "") -> None:
-    """fn(days, gpus, price) against `want` US dollars (rtol 1e-9)."""
-    __tracebackhide__ = True
-    what = _what("training_cost", (days, gpus, price), label)
-    checks.expect_close(_call(fn, what, days, gpus, price), want, rtol=1e-9, what=what, mistakes=[
-        checks.mistake("hours_for_days", want / 24),
-        checks.mistake("seconds_for_hours", want * 3600),
-        checks.mistake("gpu_count", want / gpus),
-    ])
-
-
-def per_1k_case(fn, cost: float, tokens: float, want: float, label: str = "") -> None:
-    """fn(cost, tokens) against `want` US dollars per 1,000 tokens (rtol 1e-9)."""
-    __tracebackhide__ = True
-    what = _what("cost_per_1k_tokens", (cost, tokens), label)
-    checks.expect_close(_call(fn, what, cost, tokens), want, rtol=1e-9, what=what, mistakes=[
-        checks.mistake("per_token", want / 1000),
-        checks.mistake("per_million", want * 1000),
-    ])
 
 
 # --- gpus_needed, tokens_affordable ---------------------------------------------------------------------------
@@ -104,7 +59,7 @@ def gpus_case(fn, n: float, d: float, days: float, peak: float, mfu: float, want
         checks.mistake("hours_for_days", math.ceil(exact * 24)), checks.mistake("hours_for_days", math.ceil(exact / 24)),
         checks.mistake("seconds_for_days", math.ceil(exact * 86400)), checks.mistake("mfu_forgotten", math.ceil(exact * mfu)),
     ]
-    checks.expect_equal(got, want, what=what, mistakes=mistakes)
+    checks.expect_equal(got, want, what=what, mistakes=mistakes, idea="cost.gpus_idea")
 
 
 def tokens_case(fn, budget: float, n: float, peak: float, mfu: float, price: float, want: float, label: str = "") -> None:
@@ -115,7 +70,7 @@ def tokens_case(fn, budget: float, n: float, peak: float, mfu: float, price: flo
         checks.mistake("sparse_peak", want * 2), checks.mistake("two_n", want * 3),
         checks.mistake("seconds_for_hours", want / 3600), checks.mistake("seconds_for_hours", want * 3600),
         checks.mistake("hours_for_days", want * 24), checks.mistake("mfu_forgotten", want / mfu),
-    ])
+    ], idea="cost.tokens_idea")
 
 
 # How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
@@ -123,21 +78,11 @@ _CALCULATOR_TAMPERING = ("the returned number, which is the answer asked for; th
                          "off runs in the student's process, so an answer that restores lecture2.estimate there can "
                          "use the calculator and still be scored on its numbers alone")
 ORACLE = {
-    "training_days": answers.Oracle(
-        returns="the float training_days returns for plain numbers, and whether it called lecture2.estimate",
-        expected="reference numbers with sources (the lecture's 9.6 days, CS336's 144 days, Megatron-LM's GPT-3), "
-                 "6ND / (GPUs × peak × MFU) on drawn runs, GPT-2 small's parameter count built on the meta device",
-        tampering=_CALCULATOR_TAMPERING),
-    "training_cost": answers.Oracle(
-        returns="the floats training_cost and cost_per_1k_tokens return for plain numbers, and whether they called "
-                "lecture2.estimate",
-        expected="reference numbers with sources (the lecture's $147k and $0.0000735 per 1K tokens, CS336's 70B), "
-                 "days × 24 × GPUs × price and cost / tokens × 1000 on drawn runs",
-        tampering=_CALCULATOR_TAMPERING),
     "gpus_needed, tokens_affordable": answers.Oracle(
         returns="the int gpus_needed and the float tokens_affordable return for plain numbers, and whether they "
                 "called lecture2.estimate",
-        expected="reference numbers with sources (the lecture's run, CS336, Megatron-LM, Llama 2's GPU-hours), "
-                 "ceil(6ND / (peak × MFU × days × 86400)) and budget / price × 3600 × peak × MFU / 6N on drawn runs",
+        expected="reference numbers with sources (the lecture's run, CS336, Megatron-LM, Llama 2's GPU-hours), and "
+                 "on drawn runs the lecture's time formula solved for the GPU count (rounded up) and for the tokens a "
+                 "budget's GPU-hours buy, computed in the judge",
         tampering=_CALCULATOR_TAMPERING),
 }

@@ -1,11 +1,11 @@
-"""Notebook 05's check cases: matmul_flops, block_flops, flops_per_token.
+"""Notebook 05's check cases: flops_per_token; matmul_intensity and ridge_tokens.
 
-Every answer is reached through lecture2.answers.call (plain data both ways: shapes as tuples, a GPTConfig as
-the transportable record it is); every answer here is a formula, so its return value is all a check needs.
-Every expected value is counted here, in the check's own process, by PyTorch's FLOP counter (lecture2.measure)
-on real tensors (or meta tensors, for shapes no machine can allocate), on the sub-modules of a real
-TransformerBlock, or on a real training step of a GPT; reference numbers a test cell passes in come with their
-sources there.
+Every answer is reached through lecture2.answers (plain data both ways: numbers, a GPTConfig as the transportable
+record it is); every answer here is a formula, so its return value is all a check needs. Every expected value is
+measured here, in the check's own process: PyTorch's FLOP counter (lecture2.measure) on a real training step of a
+GPT, or on a matmul of real or meta tensors whose nbytes give the bytes it must move; reference numbers a test cell
+passes in come with their sources there. The intensity answers run with lecture2.measure switched off beside them:
+they ask for a derivation, not for a count.
 """
 from __future__ import annotations
 
@@ -15,124 +15,22 @@ import torch
 
 from lecture2 import answers, checks, measure, models
 
-# ---- matmul_flops
-
-
-def _matmul_flops_of(fn, a_shape: tuple[int, ...], b_shape: tuple[int, ...]):
-    __tracebackhide__ = True
-    try:
-        return answers.call(fn, a_shape, b_shape)
-    except NotImplementedError:  # the unfilled stub (a RuntimeError too): reported as such
-        raise
-    except (RuntimeError, MemoryError) as err:  # the answer built tensors of these shapes
-        checks.fail(f"matmul_flops({a_shape}, {b_shape}) 出错 (raised) {answers.quoted(err, 120)}", "matmul_allocated")
-
-
-def matmul_case(fn, a_shape: tuple[int, ...], b_shape: tuple[int, ...], device: str = "cpu",
-                want: int | None = None) -> None:
-    """fn(a_shape, b_shape) against `want` FLOPs, by default PyTorch's FLOP counter on a @ b for tensors of
-    these shapes on `device` ("meta": shapes only, for sizes no machine can allocate)."""
-    __tracebackhide__ = True
-    if want is None:
-        a, b = torch.empty(a_shape, device=device), torch.empty(b_shape, device=device)
-        want = measure.count_flops(lambda: a @ b)  # live: PyTorch's FLOP counter
-    *a_batch, m, k = a_shape
-    *b_batch, _, n = b_shape
-    what = f"matmul_flops({a_shape}, {b_shape})"
-    got = _matmul_flops_of(fn, a_shape, b_shape)
-    checks.expect_type(got, int, what=what)
-    out_batch = want // (2 * m * k * n)
-    checks.expect_equal(got, want, what=what, mistakes=[
-        checks.mistake("multiply_add", want // 2),
-        checks.mistake("matmul_fma", out_batch * m * n * (2 * k - 1)),
-        checks.mistake("matmul_batch", 2 * m * k * n),
-        checks.mistake("matmul_broadcast", 2 * math.prod(a_batch) * m * k * n),
-        checks.mistake("matmul_broadcast", 2 * math.prod(b_batch) * m * k * n),
-        checks.mistake("matmul_broadcast", 2 * math.prod(a_batch) * math.prod(b_batch) * m * k * n),
-    ])
-
-
-def matmul_rejects(fn, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> None:
-    """fn(a_shape, b_shape) must raise ValueError when the inner dimensions differ (and no other exception)."""
-    __tracebackhide__ = True
-    raised = None
-    try:
-        answers.call(fn, a_shape, b_shape)
-    except ValueError:
-        raised = "ValueError"
-    except (NotImplementedError, answers.AnswerUnavailable):  # the stub; a process that timed out or died
-        raise
-    except Exception as err:  # another exception, e.g. torch's own RuntimeError from a real matmul
-        raised = type(err).__name__
-    if raised != "ValueError":
-        checks.fail(f"matmul_flops({a_shape}, {b_shape}) {'raise 了 ' + raised if raised else '没有 raise'}，"
-                    f"应该 raise ValueError (内维 {a_shape[-1]} ≠ {b_shape[-2]})。", "matmul_inner")
-
-
-# ---- block_flops
-
-BLOCK_KEYS = ("qkv", "scores", "attn_v", "proj", "ffn")
-
-
-def block_counts(B: int, T: int, d: int, H: int, device: str = "cpu") -> tuple[dict[str, int], int]:
-    """FLOPs of each matmul of a real models.TransformerBlock(d, H) on a (B, T, d) input, counted on its
-    sub-modules and on attention's two matmuls with the shapes MultiHeadAttention.forward gives them, and the
-    whole block's forward counted at once."""
-    block = models.TransformerBlock(d, H).to(device)
-    x = torch.randn(B, T, d, device=device)
-    q, k, v = (torch.randn(B, H, T, d // H, device=device) for _ in range(3))  # (B, H, T, d/H)
-    w = torch.randn(B, H, T, T, device=device)                                  # softmax(scores): (B, H, T, T)
-    with torch.no_grad():
-        parts = {"qkv": measure.count_flops(lambda: block.attention.qkv(x)),
-                 "scores": measure.count_flops(lambda: q @ k.transpose(-2, -1)),
-                 "attn_v": measure.count_flops(lambda: w @ v),
-                 "proj": measure.count_flops(lambda: block.attention.proj(x)),
-                 "ffn": measure.count_flops(lambda: block.ffn(x))}
-        whole = measure.count_flops(lambda: block(x))
-    assert sum(parts.values()) == whole, "instrument: the five parts must add up to the whole block"
-    return parts, whole
-
-
-def block_case(fn, B: int, T: int, d: int, H: int, keys: tuple[str, ...] = BLOCK_KEYS, whole: bool = False,
-               device: str = "cpu") -> None:
-    """fn(B, T, d): a dict with exactly the keys BLOCK_KEYS; each of `keys` (ints) against the FLOP counter on
-    that matmul of a real TransformerBlock(d, H) (`block_counts`); with `whole`, the sum of all five against the
-    whole block counted at once."""
-    __tracebackhide__ = True
-    parts, total = block_counts(B, T, d, H, device)
-    what = f"block_flops({B}, {T}, {d})"
-    got = answers.call(fn, B, T, d)
-    checks.expect_type(got, dict, what=what)
-    checks.expect(set(got) == set(BLOCK_KEYS), f"{what} 的键 (keys) 应是 {sorted(BLOCK_KEYS)}，得到 {sorted(map(str, got))}")
-    literal = checks.mistake("attn_bt_literal", 2 * (B * T) ** 2 * d)
-    swapped = checks.mistake("scores_t_squared", 2 * B * T * d * d)
-    usual = {"qkv": [checks.mistake("qkv_one_projection", 2 * B * T * d * d)],
-             "scores": [literal, swapped], "attn_v": [literal, swapped], "proj": [],
-             "ffn": [checks.mistake("ffn_one_matrix", 8 * B * T * d * d)]}
-    # every key half the count: the 2 of multiply-add forgotten (ffn's 8BTd² alone would also be one FFN matrix)
-    halved = all(type(got[k]) is int and 2 * got[k] == parts[k] for k in BLOCK_KEYS)
-    for key in keys:
-        want = parts[key]
-        checks.expect_type(got[key], int, what=f"{what}[{key!r}]")
-        multiply_add = [checks.mistake("multiply_add", want // 2)]
-        checks.expect_equal(got[key], want, what=f"{what}[{key!r}] (H = {H})",
-                            mistakes=multiply_add + usual[key] if halved else usual[key] + multiply_add)
-    if whole:
-        checks.expect_equal(sum(got.values()), total, what=f"sum of {what}, against the whole block counted at once")
-
-
-def block_total_case(fn, B: int, T: int, d: int, want: int, source: str) -> None:
-    """sum(fn(B, T, d).values()) against a reference total `want` (from `source`)."""
-    __tracebackhide__ = True
-    what = f"block_flops({B}, {T}, {d})"
-    got = answers.call(fn, B, T, d)
-    checks.expect_type(got, dict, what=what)
-    checks.expect(set(got) == set(BLOCK_KEYS), f"{what} 的键 (keys) 应是 {sorted(BLOCK_KEYS)}，得到 {sorted(map(str, got))}")
-    for key in BLOCK_KEYS:
-        checks.expect_type(got[key], int, what=f"{what}[{key!r}]")
-    checks.expect_equal(sum(got.values()), want, what=f"sum of {what}: {source}",
-                        mistakes=[checks.mistake("multiply_add", want // 2)])
-
+checks.register_hints({
+    "flops.per_token_idea": "思路 (idea)：6 = 2 (前向，一个乘加 2 FLOPs) × 3 (前向 + 反向)，对每个做矩阵乘法的权重成立：先数清楚"
+                            "哪些参数做矩阵乘法。attention 的两个矩阵乘法没有权重，另算：从每层前向的计数出发，反向再加 2 倍，"
+                            "最后除以 token 数 B·T。",
+    "flops.intensity_idea": "思路 (idea)：强度 = FLOPs ÷ 搬动的字节数。FLOPs：这个矩阵乘法有多少个乘加，每个 2 FLOPs；字节：按约定，"
+                            "A、B 各读一次、C 写一次，每个矩阵的元素数 × 每个元素的字节数。",
+    "flops.intensity_output": "忘了输出：C (m×n) 也要写回显存，它的字节数算在搬动的字节里。",
+    "flops.intensity_per_element": "没有乘每个元素的字节数 (bytes_per_element)：强度的单位是 FLOP/byte，不是 FLOP/元素。",
+    "flops.intensity_weights_only": "只数了一个矩阵的字节：A、B 两个输入都要读、C 要写；T 和 d 相比不小时，输入和输出的字节不可忽略。",
+    "flops.ridge_idea": "思路 (idea)：写出 (T×d)×(d×d) 的强度，它随 T 增大；解 '强度 ≥ ridge' 得到 T 的下界，再取满足它的最小整数。"
+                        "T 很大时强度趋近一个上限 (权重不变，输入和输出随 T 增长)：拐点不低于上限就到不了。",
+    "flops.ridge_weights_only": "只数了权重 d×d 的字节 (或者用了 '强度 ≈ T' 的近似)：输入 T×d 和输出 T×d 也要搬，T 到几百时已不能忽略。",
+    "flops.ridge_round": "要的是强度**达到**拐点的最小整数 T：解出的下界向上取整 (math.ceil)；round 或 floor 得到的 T 还没到拐点。",
+    "flops.ridge_never": "强度有上限：T 很大时它趋近 d / bytes_per_element (权重只读一次，输入和输出随 T 增长)。拐点不低于这个上限时，T 多大都到不了：返回 None。",
+    "flops.measured_not_derived": "这是推导练习：检查调用你的函数时 lecture2.measure 被关掉了。用 FLOPs 和字节的公式算，不要建张量去数。",
+})
 
 # ---- flops_per_token
 
@@ -186,26 +84,124 @@ def _expect_per_token(got, target: int, what: str, config: models.GPTConfig, T: 
         # equal another mistake's, e.g. d_ff taken as 4d)
         *([checks.mistake("attention_block_size", without + attention_term * config.block_size // T)] if attention else []),
         checks.mistake("d_ff_per_token", target + 6 * L * 2 * d * (4 * d - d_ff)),
-    ])
+    ], idea="flops.per_token_idea")
+
+
+# ---- matmul_intensity, ridge_tokens
+
+
+def _by_formula(fn, what: str, *args):
+    """fn(*args) beside the answer with lecture2.measure (and the calculator) switched off: its value."""
+    __tracebackhide__ = True
+    seen = answers.observe(answers.without_instruments, fn, ("lecture2.measure", *answers.CALCULATOR), *args)
+    if type(seen) is not dict or "used" not in seen:
+        raise checks.CheckFailed(f"{what}: 没有得到结果 (no observation came back)", what=what)
+    if seen["used"] is True:
+        checks.fail(f"{what}: 你的函数调用了课程的仪器 (lecture2.measure)。", "flops.measured_not_derived", what=what)
+    return seen.get("returned")
+
+
+_DTYPES = {4: torch.float32, 2: torch.bfloat16, 8: torch.float64}
+
+
+def matmul_traffic(m: int, k: int, n: int, dtype: torch.dtype, device: str = "meta") -> dict[str, int]:
+    """What (m x k) @ (k x n) in `dtype` does and moves, measured on tensors of `device` ("meta": shapes only, any
+    size): {"flops": PyTorch's FLOP counter on the matmul, "a", "b", "out": each tensor's nbytes, "elements": their
+    numel together}."""
+    a = torch.empty(m, k, device=device, dtype=dtype)
+    b = torch.empty(k, n, device=device, dtype=dtype)
+    out = []
+    flops = measure.count_flops(lambda: out.append(a @ b))
+    return {"flops": flops, "a": a.nbytes, "b": b.nbytes, "out": out[0].nbytes,
+            "elements": a.numel() + b.numel() + out[0].numel()}
+
+
+def _intensities(m: int, k: int, n: int, dtype: torch.dtype, device: str = "meta") -> dict[str, float]:
+    """The measured intensity (FLOPs over the bytes of A, B and C, the convention: inputs read once, the output written
+    once) and, by hint key, what each usual mistake makes of the same measurements."""
+    t = matmul_traffic(m, k, n, dtype, device)
+    moved = t["a"] + t["b"] + t["out"]
+    return {"": t["flops"] / moved,
+            "multiply_add": t["flops"] / 2 / moved,
+            "bits_for_bytes": t["flops"] / (8 * moved),
+            "flops.intensity_output": t["flops"] / (t["a"] + t["b"]),
+            "flops.intensity_per_element": t["flops"] / t["elements"],
+            "flops.intensity_weights_only": t["flops"] / t["b"],
+            "flops.intensity_weights_only ": t["flops"] / t["a"]}  # the other operand taken for "the weights"
+
+
+def intensity_case(fn, m: int, k: int, n: int, dtype: torch.dtype, device: str = "meta") -> None:
+    """fn(m, k, n, bytes_per_element) against the intensity measured on tensors of these shapes and `dtype`, rtol
+    1e-9; the usual mistakes named from the same measurements."""
+    __tracebackhide__ = True
+    seen = _intensities(m, k, n, dtype, device)
+    what = f"matmul_intensity({m}, {k}, {n}, bytes_per_element={dtype.itemsize})"
+    got = _by_formula(fn, what, m, k, n, dtype.itemsize)
+    checks.expect_close(got, seen[""], rtol=1e-9, what=what, idea="flops.intensity_idea",
+                        mistakes=[checks.mistake(key.strip(), value) for key, value in seen.items() if key])
+
+
+def _smallest_tokens(intensity, ridge: float, limit: int = 10**12) -> int | None:
+    """The smallest integer T >= 1 with intensity(T) >= ridge (intensity rising with T), or None if not even at
+    `limit` tokens."""
+    if intensity(limit) < ridge:
+        return None
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if intensity(mid) >= ridge:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def ridge_case(fn, d: int, ridge: float, dtype: torch.dtype, label: str = "") -> None:
+    """fn(d, ridge, bytes_per_element) against the smallest T at which (T x d) @ (d x d) in `dtype`, measured on meta
+    tensors, reaches `ridge` FLOP/byte (a search over T); None when no T does. The usual mistakes: the same search on
+    what each intensity mistake makes of the measurements, and the T just below."""
+    __tracebackhide__ = True
+    b = dtype.itemsize
+    want = _smallest_tokens(lambda T: _intensities(T, d, d, dtype)[""], ridge)
+    what = f"ridge_tokens({d}, {ridge:.6g}, bytes_per_element={b})" + (f" [{label}]" if label else "")
+    got = _by_formula(fn, what, d, ridge, b)
+    if want is None:
+        if got is not None:
+            checks.fail(f"{what}: 期望 (expected) None (T 多大都到不了这个拐点)，得到 (got) {checks.shown(got)}。",
+                        "flops.ridge_never", what=what)
+        return
+    if got is None:
+        checks.fail(f"{what}: 期望 (expected) {want}，得到 (got) None：这个拐点是到得了的。", "flops.ridge_idea", what=what)
+    checks.expect_type(got, int, what=what)
+    mistakes = [checks.mistake("flops.ridge_round", want - 1)] if want > 1 else []  # the bound rounded down
+    wrong = {"flops.ridge_weights_only": ("flops.intensity_weights_only",), "multiply_add": ("multiply_add",),
+             "bits_for_bytes": ("bits_for_bytes",), "flops.intensity_output": ("flops.intensity_output",)}
+    for key, kinds in wrong.items():
+        for kind in kinds:
+            value = _smallest_tokens(lambda T: _intensities(T, d, d, dtype)[kind], ridge)
+            if value is not None and value != want:
+                mistakes.append(checks.mistake(key, value))
+    approx = math.ceil(ridge)  # "the intensity is about T": the weights-only bound of bf16
+    if approx != want:
+        mistakes.append(checks.mistake("flops.ridge_weights_only", approx))
+    checks.expect_equal(got, want, what=what, mistakes=mistakes, idea="flops.ridge_idea")
 
 
 # How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
 ORACLE = {
-    "matmul_flops": answers.Oracle(
-        returns="the int it returns for each pair of shapes; whether it raises ValueError when the inner dimensions "
-                "differ (and which exception it raises)",
-        expected="PyTorch's FLOP counter on a @ b for real tensors of those shapes (meta tensors for shapes no machine "
-                 "can allocate) in the judge; the lecture's QKV row (6BTd²) passed in by the test cell",
-        tampering="nothing but the returned number, which is the answer asked for"),
-    "block_flops": answers.Oracle(
-        returns="the dict {qkv, scores, attn_v, proj, ffn} of ints it returns for each (B, T, d)",
-        expected="PyTorch's FLOP counter in the judge on each matmul of a real TransformerBlock(d, H) on a (B, T, d) "
-                 "input (the five add up to the whole block counted at once); the lecture's 24BTd² + 4BT²d passed in",
-        tampering="nothing but the returned numbers"),
     "flops_per_token": answers.Oracle(
         returns="the int it returns for each (GPTConfig, T, attention); the config crosses as a GPTConfig record",
         expected="PyTorch's FLOP counter in the judge on a real loss.backward() of models.GPT(config) at batch B, "
-                 "divided by B·T (attention's bmm left out for attention=False); GPT-2 small's count and GPT-3's "
-                 "6N + 12LTd (Brown et al. 2020, PaLM's formula) passed in by the test cell",
+                 "divided by B·T (attention's bmm left out for attention=False); GPT-2 small's and GPT-3's counts "
+                 "passed in by the test cell with their sources",
         tampering="nothing but the returned number"),
+    "matmul_intensity, ridge_tokens": answers.Oracle(
+        returns="the float matmul_intensity and the int (or None) ridge_tokens return for plain numbers, and whether "
+                "they called lecture2.measure",
+        expected="PyTorch's FLOP counter in the judge on a matmul of meta tensors of those shapes and dtype, over the "
+                 "tensors' nbytes; for ridge_tokens the smallest T whose measured intensity reaches the ridge "
+                 "(a search over T in the judge); ridges from lecture2.hardware's datasheet rows or drawn",
+        tampering="the returned number is the answer asked for; the switch that turns lecture2.measure off runs in the "
+                  "student's process, so an answer that restores it there can count instead of derive and still be "
+                  "scored on its numbers alone"),
 }

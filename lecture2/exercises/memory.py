@@ -1,19 +1,18 @@
-"""Notebook 06's check cases: training_state_bytes, optimizer_state_bytes, largest_trainable_params,
-activation_bytes_per_layer, flash_activation_bytes_per_layer.
+"""Notebook 06's check cases: training_state_bytes and activation_bytes_per_layer.
 
-Every answer is reached through lecture2.answers (plain data both ways): `call` for what it returns, and one
-instrument that runs beside it, `without_calculator` (the answer run again with lecture2.estimate's memory table
-switched off: the exercise asks for the bytes counted by recipe, not looked up). Expected bytes are measured here,
-in the process that runs the check, on live models and optimizers (`training_state.state_bytes` after a real
-step, `measure.saved_bytes` of a real block) or passed in by the test cell (reference numbers with sources). The
-usual wrong answers are named relative to the measured value, with the parts they miscount measured too (the
-bytes one RMSNorm saves, the block scales and quantization maps bitsandbytes holds).
+Every answer is reached through lecture2.answers (plain data both ways): `call` for what it returns, and the
+instruments that run beside it (`without_calculator`: the answer run again with lecture2.estimate's memory table
+switched off; `checks.by_formula`: the calculator switched off while it runs): each exercise asks for a count the
+student derives, not one looked up. Expected bytes are measured here, in the process that runs the check, on live
+models: `training_state.step_bytes` after a real step of each recipe (the step counters, a library's
+bookkeeping, left out as the notebook's convention says), and `convention_bytes`, what a real block saves for
+backward in the notebook's accounting (each tensor the backward needs once, values in the model dtype, per-row
+statistics in fp32), every term of it measured. The usual wrong answers are named relative to that, the CPU's
+raw measurement among them.
 """
 from __future__ import annotations
 
-import logging
-import math
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 import torch
 
@@ -21,48 +20,43 @@ from lecture2 import answers, checks, measure, models, training_state
 
 
 checks.register_hints({
-    # training_state_bytes
-    "memory.params_bf16": "这个配方的模型参数是 bf16 (2 bytes/param)；fp32 的那份是 master weights，算在 'optimizer' 里。",
-    "memory.params_fp32": "这个配方的模型参数是 fp32 (4 bytes/param)。",
-    "memory.grads_bf16": "这个配方的梯度是 bf16 (2 bytes)：step 期间的 fp32 梯度副本在 step 之后就释放了 (常驻的 fp32 梯度是 18/20 的约定)。",
-    "memory.grads_fp32": "fp32 模型的梯度和参数一样是 fp32 (4 bytes/param)。",
-    "memory.sgd_no_momentum": "SGD (无 momentum) 没有任何优化器状态；momentum buffer 只在 momentum > 0 时才有。",
-    "memory.sgd_no_step": "SGD 没有计步器 (step counter)：只有 Adam 有 state['step']。",
-    "memory.calculator": "这个练习要你按 recipe 自己数每一部分的 bytes：命令行计算器 lecture2.estimate 的显存表 "
+    # training_state_bytes: from the idea (every copy held between steps x its bytes) to the count
+    "memory.params_bf16": "这个配方的模型用 bf16 计算：权重 2 bytes/param；fp32 的那份是 master weights，算在 'optimizer' 里。",
+    "memory.params_fp32": "这个配方的模型是 fp32：权重 4 bytes/param。",
+    "memory.grads_bf16": "梯度和模型的权重同一个 dtype：bf16 模型的梯度 2 bytes/param。step 期间给 master 用的 fp32 梯度副本 "
+                         "step 之后就释放了（一直留着它是 18/20 bytes/param 的约定，不是这个配方）。",
+    "memory.grads_fp32": "梯度和模型的权重同一个 dtype：fp32 模型的梯度 4 bytes/param。",
+    "memory.adam_two_states": "Adam 为每个参数留两份状态：一阶矩 m 和二阶矩 v，各和参数一样多，都是 fp32。",
+    "memory.master_missing": "混合精度里 Adam 更新的是一份 fp32 的 master weights：它也是每个参数一份常驻的拷贝 (4 bytes)，"
+                             "算在 'optimizer' 里，和 m、v 一起。",
+    "memory.master_in_fp32_model": "fp32 模型没有 master weights：Adam 直接更新模型自己的 fp32 权重，只多留 m 和 v。",
+    "memory.sgd_no_momentum": "SGD (无 momentum) 不为参数留任何状态；momentum buffer 只在 momentum > 0 时才有，每个参数一份。",
+    "memory.pure_bf16_no_master": "纯 bf16 的 SGD 没有 master weights，也没有状态：只有 bf16 的权重和梯度。",
+    "memory.step_counters": "约定里不算计步器 (step counter)：PyTorch 的 Adam 每个参数 Tensor 存一个 4 字节的 state['step']，"
+                            "那是库自己的簿记，不是参数的拷贝（深入小节里量过）。",
+    "memory.calculator": "这个练习要你按配方自己数每一份拷贝：命令行计算器 lecture2.estimate 的显存表 "
                          "(MEMORY_RECIPES、training_memory_bytes) 不是答案，检查时它被关掉了。",
     "memory.recipe_unknown": "不认识的 recipe (例如 'lion') 要 raise ValueError，不能悄悄按某个已知的配方算。",
-    # optimizer_state_bytes
-    "memory.adam_two_states": "Adam 存两份状态：一阶矩 m 和二阶矩 v，各和参数一样大 (fp32)。",
-    "memory.adafactor_factored": "Adafactor 的二阶矩对矩阵是分解的 (factored)：一个 R×C 的矩阵只存 R 个行统计 (row_var) "
-                                 "和 C 个列统计 (col_var)，不是 R·C 个。",
-    "memory.adafactor_not_adam": "Adafactor 不是 Adam：它没有一阶矩 m，二阶矩也是分解的。",
-    "memory.adafactor_vector": "一维的张量（向量，比如 norm 的 weight）没法分解：Adafactor 给它存一个完整的 variance，n 个 fp32。",
-    "memory.adafactor_leading_dims": "三维及以上的张量 (..., R, C)：前面的每个维度都有自己的一份 row_var 和 col_var，"
-                                     "要乘上前面各维的乘积。",
-    "memory.adafactor_step": "Adafactor 也有计步器：每个参数张量一个 fp32 的 state['step'] (4 bytes)。",
-    "memory.adam8bit_scales": "忘了每块的 scale：8-bit 的 m 和 v 每 256 个元素各有一个 fp32 的 absmax (absmax1、absmax2)。",
-    "memory.adam8bit_scale_per_tensor": "scale 是每块 (block，256 个元素) 一个，不是每个张量一个。",
-    "memory.adam8bit_maps": "忘了两张量化表 (qmap1、qmap2，各 256 个 fp32)：所有量化的张量共用，整个优化器算一次。",
-    "memory.adam8bit_maps_shared": "两张量化表 (qmap1、qmap2) 所有张量共用同一个 storage：只算一次，不是每个张量一次。",
-    "memory.adam8bit_small_tensors": "元素少于 4096 (min_8bit_size) 的张量不量化：bitsandbytes 给它们存 fp32 的 m 和 v。",
-    "memory.adam8bit_step": "bitsandbytes 的计步器是 Python int，不占 Tensor 的 bytes。",
-    "memory.adam8bit_two_bytes": "m 和 v 各 1 byte：量化后每个元素共 2 bytes。",
-    "memory.optimizer_unknown": "不认识的 optimizer (例如 'sgd') 要 raise ValueError，不能悄悄按 Adam 算。",
-    # largest_trainable_params
-    "memory.one_gpu": "忘了乘 GPU 的数量 n_gpus：这是一块 GPU 能放下的。",
-    "memory.floor": "要向下取整 (floor, //)：round() 遇到小数部分 ≥ 0.5、ceil 遇到任何小数，都会多出一个放不下的参数。",
-    # activation_bytes_per_layer, flash_activation_bytes_per_layer
-    "memory.rstd": "忘了 RMSNorm 保存的 rstd：每个 RMSNorm 一个 (B, T, 1) 的 fp32 张量 (每个 token 一个数)，两个 norm 共 2·B·T·4 bytes。",
-    "memory.rough_formula": "这是讲义的粗略公式 (20 BTd + 2 BT² bytes 一类)：它漏了 RMSNorm 保存的 x 和 x̂、q/k/v 的拷贝、GELU 的输入，"
-                            "attention 矩阵也少了 H 倍。照着 saved_tensors 的清单逐个数。",
-    "memory.no_attention_matrix": "attention 矩阵不见了：softmax 要保存它的输出 (B, H, T, T) 给反向用 (Flash Attention 才不存它)。",
-    "memory.attention_matrix_once": "attention 矩阵只存一份：乘常数和加 mask 什么都不存，softmax 的输出和 weights @ v 共用同一个 storage。",
+    # activation_bytes_per_layer: from the idea (each op keeps what its backward needs) to the count
+    "memory.rough_formula": "这是讲义的粗略公式 (20 BTd + 2 BT² 一类)：它漏了 RMSNorm 的输入和 rstd、GELU 的输入，"
+                            "attention 矩阵也只算了一个 head。按运算逐个数：每个运算留下它的反向要用的张量。",
+    "memory.rstd": "忘了 RMSNorm 的 rstd：每个 RMSNorm 每个 token 留一个统计量 (fp32, 4 bytes)，两个 norm 共 2·B·T 个。",
+    "memory.rstd_fp32": "按约定，每行一个的统计量 (RMSNorm 的 rstd、融合 attention 的 log-sum-exp) 是 fp32 (4 bytes)，"
+                        "不跟着模型的 dtype 走。",
+    "memory.norm_input": "RMSNorm 的反向要它的输入 x（不只是它的输出）：每个 norm 留 x (d 个值) 和 rstd。",
+    "memory.gelu_input": "FFN 里有两个 (B, T, 4d)：GELU 的反向要它的输入 (up 的输出)，down 的反向要它的输入 (GELU 的输出)。",
+    "memory.counted_twice": "多了 B·T·d 个值：block 的输出不由这一层保存（残差相加什么也不存，它是下一层 norm1 的输入）；"
+                            "attention 的输出就是 proj 的输入，同一个张量只算一次。",
+    "memory.no_attention_matrix": "显式 attention 的 softmax 要为反向留下它的输出：每个 head 一个 (T, T)，共 B·H·T² 个值 "
+                                  "(只有融合 kernel 才不存它)。",
+    "memory.attention_matrix_once": "attention 矩阵只存一份：乘常数和加 mask 什么都不存，softmax 的输出和 weights @ v "
+                                    "用的是同一个张量。",
+    "memory.kernel_extra": "这是 PyTorch 在 CPU 上实测保存的字节数：它的 RMSNorm 还多存了 x·rstd（在 bf16 模型里还把 x 存成 fp32）。"
+                           "练习要的是约定的计数：每个 norm 只留 x (模型 dtype) 和 rstd (fp32)。",
     "memory.flash_no_square": "融合 kernel 不保存 (B, H, T, T) 的 attention 矩阵：这正是 FlashAttention 的用处，"
-                              "反向时它用 q、k 和每一行的 log-sum-exp 把需要的块重新算出来。",
-    "memory.flash_logsumexp": "忘了 log-sum-exp：kernel 为每个 head 的每一行 (每个 token) 存一个数，形状 (B, H, T)，反向靠它重算 softmax。",
-    "memory.flash_logsumexp_fp32": "log-sum-exp 是 fp32 (4 bytes)，不跟着模型的 dtype 走：bf16/fp16 模型里也是 fp32。",
+                              "反向时它用 q、k、v、输出和每一行的 log-sum-exp 把需要的块重新算出来。",
+    "memory.flash_logsumexp": "忘了 log-sum-exp：融合 kernel 为每个 head 的每一行 (每个 token) 留一个 fp32，形状 (B, H, T)。",
     "memory.flash_logsumexp_heads": "log-sum-exp 每个 head 一份：形状 (B, H, T)，不是 (B, T)。",
-    "memory.flash_output_shared": "attention 的输出就是 proj 的输入：kernel 按 (B, T, H, hd) 分配输出，reshape 不拷贝，同一个 storage 只算一次。",
 })
 
 
@@ -122,83 +116,83 @@ def _same_without_calculator(fn, args: tuple) -> None:
                 f"检查时它被关掉了 ({problem})。", "memory.calculator")
 
 
-def training_state_case(fn, n: int, recipe: str, n_tensors: int, want: dict[str, int]) -> None:
-    """fn(n, recipe, n_tensors) against `want` ({"params", "grads", "optimizer"} in bytes), part by part; then
+RECIPES = {  # the exercise's recipe -> (optimizer, precision) of training_state.step_bytes
+    "fp32_adam": ("adam", "fp32"), "bf16_mixed_adam": ("adam", "mixed"), "sgd": ("sgd", "fp32"),
+    "sgd_momentum": ("sgd_momentum", "fp32"), "bf16_sgd": ("sgd", "bf16"),
+}
+
+
+def _state_mistakes(recipe: str, n: int, want: dict[str, int], part: str) -> list[checks.Mistake]:
+    """The usual wrong values of one part ("params", "grads", "optimizer") of `recipe` for N = n."""
+    half = RECIPES[recipe][1] != "fp32"
+    value = want[part]
+    if part == "params":
+        return [checks.mistake("memory.params_bf16", 2 * value) if half else checks.mistake("memory.params_fp32", value // 2)]
+    if part == "grads":
+        return [checks.mistake("memory.grads_bf16", 2 * value), checks.mistake("memory.grads_bf16", 3 * value)] if half \
+            else [checks.mistake("memory.grads_fp32", value // 2)]
+    wrong = []
+    if recipe == "fp32_adam":
+        wrong = [checks.mistake("optimizer_states", 0), checks.mistake("memory.adam_two_states", value // 2),
+                 checks.mistake("memory.master_in_fp32_model", value + 4 * n)]
+    elif recipe == "bf16_mixed_adam":
+        wrong = [checks.mistake("optimizer_states", 0), checks.mistake("memory.master_missing", value - 4 * n),
+                 checks.mistake("memory.adam_two_states", value - 4 * n)]
+    elif recipe == "sgd":
+        wrong = [checks.mistake("memory.sgd_no_momentum", 4 * n)]
+    elif recipe == "bf16_sgd":
+        wrong = [checks.mistake("memory.pure_bf16_no_master", 4 * n), checks.mistake("memory.sgd_no_momentum", 2 * n)]
+    elif recipe == "sgd_momentum":
+        wrong = [checks.mistake("optimizer_states", 0)]
+    return wrong
+
+
+def training_state_case(fn, n: int, recipe: str, want: dict[str, int], counters: int = 0) -> None:
+    """fn(n, recipe) against `want` ({"params", "grads", "optimizer"} in bytes, step counters left out), part by
+    part; `counters`: the step counters' bytes a live step held (an answer that counts them is told so); then
     again with lecture2.estimate switched off."""
     __tracebackhide__ = True
-    got = answers.call(fn, n, recipe, n_tensors)
-    what = f"training_state_bytes({n:,}, {recipe!r}, n_tensors={n_tensors})"
+    got = answers.call(fn, n, recipe)
+    what = f"training_state_bytes({n:,}, {recipe!r})"
     checks.expect_type(got, dict, what=what)
-    checks.expect(set(got) == {"params", "grads", "optimizer"}, f"{what} 应有三个键 'params', 'grads', 'optimizer'，得到 {sorted(got, key=repr)}")
-    half = recipe.startswith("bf16")
-    checks.expect_equal(got["params"], want["params"], what=f"{what}['params']", mistakes=[
-        checks.mistake("memory.params_bf16", 2 * want["params"]) if half
-        else checks.mistake("memory.params_fp32", want["params"] // 2)])
-    checks.expect_equal(got["grads"], want["grads"], what=f"{what}['grads']", mistakes=[
-        checks.mistake("memory.grads_bf16", 2 * want["grads"]) if half
-        else checks.mistake("memory.grads_fp32", want["grads"] // 2)])
-    if recipe.endswith("adam"):
-        states = want["optimizer"] - 4 * n_tensors
-        wrong = [checks.mistake("optimizer_states", 0), checks.mistake("optimizer_states", 4 * n_tensors),
-                 checks.mistake("adam_step", states)]
-        if recipe == "bf16_mixed_adam":
-            wrong += [checks.mistake("master_weights_state", states - 4 * n + 4 * n_tensors),
-                      checks.mistake("master_weights_state", states - 4 * n)]
-    elif recipe == "sgd_momentum":
-        wrong = [checks.mistake("optimizer_states", 0), checks.mistake("memory.sgd_no_step", want["optimizer"] + 4 * n_tensors)]
-    else:
-        bytes_of_grad = 2 if half else 4
-        wrong = [checks.mistake("memory.sgd_no_momentum", bytes_of_grad * n), checks.mistake("memory.sgd_no_momentum", 4 * n),
-                 checks.mistake("memory.sgd_no_step", 4 * n_tensors)]
-    checks.expect_equal(got["optimizer"], want["optimizer"], what=f"{what}['optimizer']", mistakes=wrong)
+    checks.expect(set(got) == {"params", "grads", "optimizer"},
+                  f"{what} 应有三个键 'params', 'grads', 'optimizer'，得到 {sorted(got, key=repr)}")
+    terms = {"N (4 bytes/param)": 4 * n, "N (2 bytes/param)": 2 * n}
+    for part in ("params", "grads", "optimizer"):
+        wrong = _state_mistakes(recipe, n, want, part)
+        if part == "optimizer" and counters:
+            wrong.append(checks.mistake("memory.step_counters", want[part] + counters))
+        checks.expect_equal(got[part], want[part], what=f"{what}['{part}']", mistakes=wrong, terms=terms)
     checks.expect_type(got["params"] + got["grads"] + got["optimizer"], int, what=f"{what} 的字节数")
-    _same_without_calculator(fn, (n, recipe, n_tensors))
+    _same_without_calculator(fn, (n, recipe))
+
+
+def training_state_live(fn, recipe: str, d: int, n_heads: int, seed: int) -> None:
+    """fn against the bytes a TransformerBlock(d, n_heads) holds after one real step of `recipe`
+    (training_state.step_bytes, measured here), the step counters left out."""
+    __tracebackhide__ = True
+    if recipe not in RECIPES:
+        raise ValueError(f"unknown recipe {recipe!r}")
+    held = training_state.step_bytes(*RECIPES[recipe], d_model=d, n_heads=n_heads, seed=seed)
+    want = {"params": held.params, "grads": held.grads, "optimizer": held.optimizer}
+    training_state_case(fn, held.n_params, recipe, want, counters=held.counters)
 
 
 def training_state_total(fn, n: int, recipe: str, want: int) -> None:
-    """The total of fn(n, recipe) (no step counters) against `want` bytes; then again with the calculator off."""
+    """The total of fn(n, recipe) against `want` bytes (a reference for sizes too big to step); then again with
+    the calculator off."""
     __tracebackhide__ = True
     what = f"training_state_bytes({n:,}, {recipe!r})"
     got = answers.call(fn, n, recipe)
     checks.expect_type(got, dict, what=what)
-    checks.expect(set(got) == {"params", "grads", "optimizer"}, f"{what} 应有三个键 'params', 'grads', 'optimizer'，得到 {sorted(got, key=repr)}")
-    total = got["params"] + got["grads"] + got["optimizer"]
+    checks.expect(set(got) == {"params", "grads", "optimizer"},
+                  f"{what} 应有三个键 'params', 'grads', 'optimizer'，得到 {sorted(got, key=repr)}")
     wrong = []
     if recipe == "bf16_mixed_adam":  # the fp32 master copy (4 bytes/param), or every optimizer state, left out
-        wrong = [checks.mistake("master_weights_state", want - 4 * n), checks.mistake("optimizer_states", want - 12 * n)]
-    checks.expect_equal(total, want, what=f"{recipe}, N={n:,}, total bytes", mistakes=wrong)
+        wrong = [checks.mistake("memory.master_missing", want - 4 * n), checks.mistake("optimizer_states", want - 12 * n)]
+    checks.expect_equal(got["params"] + got["grads"] + got["optimizer"], want, what=f"{recipe}, N={n:,}, total bytes",
+                        mistakes=wrong, terms={"N (4 bytes/param)": 4 * n, "N (2 bytes/param)": 2 * n})
     _same_without_calculator(fn, (n, recipe))
-
-
-def _live_state(recipe: str, d: int, n_heads: int, seed: int) -> tuple[int, int, dict[str, int]]:
-    """One real step of `recipe` on a TransformerBlock(d, n_heads): (N, number of parameter tensors, the bytes
-    held by component, as training_state.state_bytes counts them)."""
-    torch.manual_seed(seed)
-    half = recipe.startswith("bf16")
-    model = models.TransformerBlock(d, n_heads).to(torch.bfloat16 if half else torch.float32)
-    params = list(model.parameters())
-    master = [p.detach().float() for p in params] if recipe == "bf16_mixed_adam" else []
-    if recipe.endswith("adam"):
-        opt = torch.optim.Adam(master or params, lr=1e-3)
-    else:
-        opt = torch.optim.SGD(params, lr=0.1, momentum=0.9 if recipe == "sgd_momentum" else 0.0)
-    inp = torch.randn(2, 5, d, dtype=params[0].dtype)
-    model(inp).float().pow(2).mean().backward()
-    for m, p in zip(master, params):
-        m.grad = p.grad.float()
-    opt.step()
-    with torch.no_grad():
-        for m, p in zip(master, params):
-            p.copy_(m)
-            m.grad = None
-    return sum(p.numel() for p in params), len(params), training_state.state_bytes(params, opt, master)
-
-
-def training_state_live(fn, recipe: str, d: int, n_heads: int, seed: int) -> None:
-    """fn against the bytes a TransformerBlock(d, n_heads) holds after one real step of `recipe`."""
-    __tracebackhide__ = True
-    n, n_tensors, held = _live_state(recipe, d, n_heads, seed)
-    training_state_case(fn, n, recipe, n_tensors, held)
 
 
 def training_state_rejects(fn, recipe: str) -> None:
@@ -231,237 +225,100 @@ def training_state_cuda(fn) -> None:
     del block, opt
     on_gpu = answers.call(fn, n, "fp32_adam")
     checks.expect_type(on_gpu, dict, what="training_state_bytes(N, 'fp32_adam')")
-    checks.expect(set(on_gpu) == {"params", "grads", "optimizer"}, f"training_state_bytes(N, 'fp32_adam') 应有三个键 'params', 'grads', 'optimizer'，得到 {sorted(on_gpu, key=repr)}")
+    checks.expect(set(on_gpu) == {"params", "grads", "optimizer"},
+                  f"training_state_bytes(N, 'fp32_adam') 应有三个键 'params', 'grads', 'optimizer'，得到 {sorted(on_gpu, key=repr)}")
     checks.expect_close(on_gpu["params"] + on_gpu["grads"] + on_gpu["optimizer"], allocated, rtol=0.05,
                         what="fp32_adam on CUDA vs torch.cuda.memory_allocated (bytes)")
 
 
-# --- optimizer_state_bytes ------------------------------------------------------------------------------------
+# --- activation_bytes_per_layer -------------------------------------------------------------------------------
 
-def _make_optimizer(name: str, params: list, **options) -> torch.optim.Optimizer:
-    if name == "adam":
-        return torch.optim.Adam(params, lr=1e-3)
-    if name == "adafactor":
-        return torch.optim.Adafactor(params, lr=1e-2)
-    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
-    import bitsandbytes
-    return bitsandbytes.optim.Adam8bit(params, lr=1e-3, **options)
-
-
-@contextmanager
-def _bitsandbytes_defaults():
-    """bitsandbytes' global optimizer manager emptied, restored afterwards: the overrides it holds (a
-    StableEmbedding registers one, which it then applies by position, to the first parameter of every 8-bit
-    optimizer stepped later) would change what the check's own optimizer holds."""
-    import bitsandbytes
-    manager = bitsandbytes.optim.GlobalOptimManager.get_instance()
-    saved = dict(vars(manager))
-    manager.initialize()
-    try:
-        yield
-    finally:
-        vars(manager).clear()
-        vars(manager).update(saved)
-
-
-def _stepped(shapes, name: str, seed: int, **options) -> tuple[list, torch.optim.Optimizer]:
-    """fp32 parameters of these shapes and optimizer `name` after one real step (bitsandbytes with its defaults)."""
-    gen = torch.Generator().manual_seed(seed)
-    params = [torch.nn.Parameter(torch.randn(shape, generator=gen)) for shape in shapes]
-    for p in params:
-        p.grad = torch.randn(p.shape, generator=gen)
-    with _bitsandbytes_defaults() if name == "adam8bit" else nullcontext():
-        opt = _make_optimizer(name, params, **options)
-        opt.step()
-    return params, opt
-
-
-def _state_part(opt: torch.optim.Optimizer, params: list, keys: tuple[str, ...]) -> int:
-    """Bytes of the state entries named `keys`, over all parameters, each storage once."""
-    return training_state.held_bytes(opt.state[p][k] for p in params for k in keys
-                                     if isinstance(opt.state[p].get(k), torch.Tensor))
-
-
-def _state_mistakes(shapes, name: str, want: int, params: list, opt, seed: int) -> list[checks.Mistake]:
-    sizes = [math.prod(s) for s in shapes]
-    k, total = len(shapes), sum(sizes)
-    if name == "adam":
-        return [checks.mistake("adam_step", want - 4 * k), checks.mistake("memory.adam_two_states", 4 * total + 4 * k)]
-    if name == "adafactor":
-        n_vectors = sum(1 for s in shapes if len(s) < 2)
-        vector_elems = sum(n for s, n in zip(shapes, sizes) if len(s) < 2)
-        # the row and column statistics of the leading slices beyond the first, as the live state holds them
-        lead = sum(_state_part(opt, [p], ("row_var", "col_var")) * (math.prod(s[:-2]) - 1) // math.prod(s[:-2])
-                   for p, s in zip(params, shapes) if len(s) >= 3)
-        return [checks.mistake("memory.adafactor_factored", 4 * total + 4 * k),
-                checks.mistake("memory.adafactor_factored", 4 * total),
-                checks.mistake("memory.adafactor_not_adam", 8 * total + 4 * k),
-                checks.mistake("memory.adafactor_vector", want + 4 * vector_elems),
-                checks.mistake("memory.adafactor_vector", want + 4 * n_vectors),
-                checks.mistake("memory.adafactor_leading_dims", want - lead),
-                checks.mistake("memory.adafactor_step", want - 4 * k)]
-    quantized = [p for p in params if opt.state[p]["state1"].dtype == torch.uint8]
-    scales = _state_part(opt, params, ("absmax1", "absmax2"))  # live: the fp32 absmax of every block
-    maps = _state_part(opt, params, ("qmap1", "qmap2"))  # live: the two quantization maps
-    codes = _state_part(opt, quantized, ("state1",))  # live: one uint8 m per quantized element
-    # live: the same shapes stepped with every tensor quantized (min_8bit_size ignored)
-    all_quantized = want
-    if len(quantized) < len(params):
-        again, opt_all = _stepped(shapes, name, seed, min_8bit_size=1)
-        all_quantized = training_state.state_bytes(again, opt_all)["optimizer"]
-    return [checks.mistake("memory.adam8bit_scales", want - scales),
-            checks.mistake("memory.adam8bit_scale_per_tensor", want - scales + 8 * len(quantized)),
-            checks.mistake("memory.adam8bit_maps", want - maps),
-            checks.mistake("memory.adam8bit_maps_shared", want + (len(quantized) - 1) * maps),
-            checks.mistake("memory.adam8bit_small_tensors", all_quantized),
-            checks.mistake("memory.adam8bit_step", want + 4 * k),
-            checks.mistake("memory.adam8bit_two_bytes", want - codes)]
-
-
-def optimizer_state_case(fn, shapes: list[tuple[int, ...]], name: str, seed: int = 0) -> None:
-    """fn(shapes, name) against the bytes optimizer.state holds after one real step on fp32 parameters of these
-    shapes (torch.optim.Adam, torch.optim.Adafactor, bitsandbytes.optim.Adam8bit)."""
-    __tracebackhide__ = True
-    params, opt = _stepped(shapes, name, seed)
-    want = training_state.state_bytes(params, opt)["optimizer"]
-    shapes = [tuple(s) for s in shapes]
-    got = answers.call(fn, shapes, name)
-    what = f"optimizer_state_bytes({shapes}, {name!r})"
-    checks.expect_type(got, int, what=what)
-    checks.expect_equal(got, want, what=what + " vs training_state.state_bytes after one step",
-                        mistakes=_state_mistakes(shapes, name, want, params, opt, seed))
-
-
-def optimizer_state_reference(fn, shapes: list[tuple[int, ...]], name: str, want: int) -> None:
-    """fn(shapes, name) against `want` bytes (a reference for shapes too big to step in a check)."""
-    __tracebackhide__ = True
-    shapes = [tuple(s) for s in shapes]
-    checks.expect_equal(answers.call(fn, shapes, name), want, what=f"optimizer_state_bytes({shapes}, {name!r})")
-
-
-def optimizer_state_rejects(fn, name: str) -> None:
-    """fn([(8, 8)], name) must raise ValueError for an optimizer it does not know."""
-    __tracebackhide__ = True
-    try:
-        answers.call(fn, [(8, 8)], name)
-    except ValueError:
-        return
-    checks.fail(f"optimizer_state_bytes(..., {name!r}) 应该 raise ValueError (未知的优化器)", "memory.optimizer_unknown")
-
-
-# --- largest_trainable_params ---------------------------------------------------------------------------------
-
-def largest_case(fn, n_gpus: int, memory: float, per: float, want: int) -> None:
-    """fn(n_gpus, memory, per) against `want` parameters."""
-    __tracebackhide__ = True
-    got = answers.call(fn, n_gpus, memory, per)
-    what = f"largest_trainable_params({n_gpus}, {memory:.6g}, {per})"
-    checks.expect_type(got, int, what=what)
-    checks.expect_equal(got, want, what=what, mistakes=[
-        checks.mistake("memory.one_gpu", int(memory // per)),
-        checks.mistake("bits_for_bytes", int(n_gpus * memory * 8 // per)),
-        checks.mistake("bytes_for_bits", int(n_gpus * memory // (per * 8))),
-        checks.mistake("memory.floor", want + 1),
-    ])
-
-
-# --- activation_bytes_per_layer, flash_activation_bytes_per_layer ---------------------------------------------
-
-def _block_saved(B: int, T: int, d: int, n_heads: int, dtype: torch.dtype, seed: int, fused: bool) -> tuple[int, int]:
-    """Live, on the CPU: the bytes autograd saves in one TransformerBlock(d, n_heads) on an input (B, T, d) that
-    requires grad (parameters excluded), and the bytes its first RMSNorm alone saves."""
+def convention_bytes(B: int, T: int, d: int, n_heads: int, dtype: torch.dtype, fused: bool, seed: int = 0) -> int:
+    """Live, on the CPU, in the notebook's accounting: the bytes autograd saves in one
+    TransformerBlock(d, n_heads, fused_attention=fused) on an input (B, T, d) that requires grad (parameters
+    excluded), with what each RMSNorm saves (PyTorch's CPU kernel: x and x·rstd in fp32, and rstd) replaced by the
+    convention's x in the model dtype and an fp32 rstd per token. Every term measured: the block's saved bytes,
+    each norm's own saved bytes on an input of its shape and dtype."""
     torch.manual_seed(seed)
-    blk = models.TransformerBlock(d, n_heads, fused_attention=fused).to(dtype)  # fused: PyTorch's CPU flash kernel
+    blk = models.TransformerBlock(d, n_heads, fused_attention=fused).to(dtype)
+    params = list(blk.parameters())
     inp = torch.randn(B, T, d, dtype=dtype, requires_grad=True)
-    return (measure.saved_bytes(lambda: blk(inp), exclude=blk.parameters()),
-            measure.saved_bytes(lambda: blk.norm1(inp), exclude=blk.parameters()))
+    whole = measure.saved_bytes(lambda: blk(inp), exclude=params)
+    kept_by_norms = sum(measure.saved_bytes(lambda norm=norm: norm(torch.randn(B, T, d, dtype=dtype, requires_grad=True)),
+                                            exclude=params) for norm in (blk.norm1, blk.norm2))
+    p = inp.element_size()
+    return whole - kept_by_norms + 2 * (B * T * d * p + B * T * 4)
 
 
-def activation_case(fn, B: int, T: int, d: int, n_heads: int, dtype: torch.dtype, seed: int = 0) -> None:
-    """fn(B, T, d, n_heads, dtype_bytes) against measure.saved_bytes of a real TransformerBlock (explicit
-    attention) in `dtype`, byte for byte."""
+def _activation_mistakes(B, T, d, H, p, fused, want, measured) -> list[checks.Mistake]:
+    """The usual wrong counts, most specific first (where two give the same number, the first one's hint is shown)."""
+    tokens, rows, square = B * T, B * H * T, B * H * T * T
+    norm_x, rstd, lse = tokens * d * p, tokens * 4, rows * 4
+    if fused:
+        wrong = [checks.mistake("memory.flash_no_square", want - lse + square * p),
+                 checks.mistake("memory.flash_no_square", want + square * p),
+                 checks.mistake("memory.flash_logsumexp", want - lse),
+                 checks.mistake("memory.flash_logsumexp_heads", want - lse + rstd)]
+        if p != 4:
+            wrong.append(checks.mistake("memory.rstd_fp32", want - lse + rows * p))
+    else:
+        wrong = [checks.mistake("memory.rough_formula", p * (10 * tokens * d + B * T * T)),
+                 checks.mistake("attention_per_head", want - square * p + B * T * T * p),
+                 checks.mistake("memory.no_attention_matrix", want - square * p),
+                 checks.mistake("memory.attention_matrix_once", want + square * p)]
+    if p != 4:
+        wrong.append(checks.mistake("memory.rstd_fp32", want - 2 * tokens * (4 - p)))
+    return wrong + [
+        checks.mistake("memory.rstd", want - 2 * rstd), checks.mistake("memory.rstd", want - rstd),
+        checks.mistake("memory.norm_input", want - 2 * norm_x),
+        checks.mistake("memory.gelu_input", want - 4 * norm_x),
+        checks.mistake("memory.counted_twice", want + norm_x),
+        checks.mistake("memory.kernel_extra", measured),
+    ]
+
+
+def activation_case(fn, B: int, T: int, d: int, n_heads: int, dtype: torch.dtype, fused: bool = False,
+                    seed: int = 0) -> None:
+    """fn(B, T, d, n_heads, dtype_bytes, fused_attention) against `convention_bytes` of a real block (measured
+    here), byte for byte; the usual wrong counts named, the CPU's raw measurement among them."""
     __tracebackhide__ = True
     p = torch.empty(0, dtype=dtype).element_size()
-    if p == 4:  # dtype_bytes left out: its default, 4
-        checks.expect_type(answers.call(fn, B, T, d, n_heads), int, what=f"activation_bytes_per_layer({B}, {T}, {d}, {n_heads})")
-    want, norm = _block_saved(B, T, d, n_heads, dtype, seed, fused=False)
-    got = answers.call(fn, B, T, d, n_heads, p)
-    what = f"activation_bytes_per_layer(B={B}, T={T}, d={d}, n_heads={n_heads}, dtype_bytes={p})  [{dtype}]"
-    tokens, heads_tt = B * T, B * n_heads * T * T
-    norms = 2 * norm  # live: the two RMSNorms' saved tensors, fp32 whatever the model dtype
-    in_model_dtype = want - norms + norms // 4 * p  # the same tensors if the norms kept the model dtype
-    no_rstd = in_model_dtype - 2 * tokens * p  # ... and their rstd left out
+    if p == 4 and not fused:  # dtype_bytes and fused_attention left out: their defaults, 4 and False
+        checks.expect_type(checks.by_formula(fn, B, T, d, n_heads, what=f"activation_bytes_per_layer({B}, {T}, {d}, {n_heads})"),
+                           int, what=f"activation_bytes_per_layer({B}, {T}, {d}, {n_heads})")
+    want = convention_bytes(B, T, d, n_heads, dtype, fused, seed)
+    torch.manual_seed(seed)
+    blk = models.TransformerBlock(d, n_heads, fused_attention=fused).to(dtype)
+    inp = torch.randn(B, T, d, dtype=dtype, requires_grad=True)
+    measured = measure.saved_bytes(lambda: blk(inp), exclude=blk.parameters())
+    what = (f"activation_bytes_per_layer(B={B}, T={T}, d={d}, n_heads={n_heads}, dtype_bytes={p}, "
+            f"fused_attention={fused})  [{dtype}]")
+    got = checks.by_formula(fn, B, T, d, n_heads, p, fused, what=what)
     checks.expect_type(got, int, what=what)
-    checks.expect_equal(got, want, what=what + " vs measure.saved_bytes", mistakes=[
-        checks.mistake("memory.rstd", want - 2 * tokens * 4),
-        checks.mistake("memory.rstd", want - tokens * 4),
-        checks.mistake("memory.rough_formula", p * (10 * tokens * d + B * T * T)),
-        checks.mistake("attention_per_head", want - heads_tt * p + B * T * T * p),
-        checks.mistake("attention_per_head", no_rstd - heads_tt * p + B * T * T * p),
-        checks.mistake("memory.no_attention_matrix", want - heads_tt * p),
-        checks.mistake("memory.attention_matrix_once", want + heads_tt * p),
-        checks.mistake("rmsnorm_fp32", no_rstd + 2 * tokens * 4),
-        checks.mistake("rmsnorm_fp32", no_rstd),
-        checks.mistake("rmsnorm_fp32", in_model_dtype),
-    ])
-
-
-def flash_activation_case(fn, B: int, T: int, d: int, n_heads: int, dtype: torch.dtype, seed: int = 0) -> None:
-    """fn(B, T, d, n_heads, dtype_bytes) against measure.saved_bytes of a real TransformerBlock with fused
-    attention (PyTorch's CPU flash kernel) in `dtype`, byte for byte."""
-    __tracebackhide__ = True
-    p = torch.empty(0, dtype=dtype).element_size()
-    want, norm = _block_saved(B, T, d, n_heads, dtype, seed, fused=True)
-    got = answers.call(fn, B, T, d, n_heads, p)
-    what = f"flash_activation_bytes_per_layer(B={B}, T={T}, d={d}, n_heads={n_heads}, dtype_bytes={p})  [{dtype}]"
-    checks.expect_type(got, int, what=what)
-    tokens, rows = B * T, B * n_heads * T
-    squares = rows * T * p  # a (B, H, T, T) tensor in the model dtype
-    norms = 2 * norm  # live: the two RMSNorms' saved tensors, fp32 whatever the model dtype
-    checks.expect_equal(got, want, what=what + " vs measure.saved_bytes", mistakes=[
-        checks.mistake("memory.flash_no_square", want + squares),
-        checks.mistake("memory.flash_no_square", want - 4 * rows + squares),
-        checks.mistake("memory.flash_logsumexp", want - 4 * rows),
-        checks.mistake("memory.flash_logsumexp_fp32", want - 4 * rows + p * rows),
-        checks.mistake("memory.flash_logsumexp_heads", want - 4 * rows + 4 * tokens),
-        checks.mistake("memory.flash_output_shared", want + tokens * d * p),
-        checks.mistake("rmsnorm_fp32", want - norms + norms // 4 * p),
-        checks.mistake("memory.rstd", want - 2 * tokens * 4),
-    ])
+    checks.expect_equal(got, want, what=what + " vs the accounting, measured", mistakes=_activation_mistakes(
+        B, T, d, n_heads, p, fused, want, measured), terms={"B·T·d values": B * T * d * p,
+                                                            "B·H·T² values": B * n_heads * T * T * p})
 
 
 # How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
 ORACLE = {
     "training_state_bytes": answers.Oracle(
-        returns="the dict {params, grads, optimizer} it returns for each (N, recipe, n_tensors); whether it raises "
+        returns="the dict {params, grads, optimizer} it returns for each (N, recipe); whether it raises "
                 "ValueError for an unknown recipe; and, from the instrument `without_calculator` run beside it, what "
                 "the same call returns (or raises) with lecture2.estimate's memory table switched off",
-        expected="training_state.state_bytes of a live TransformerBlock after one real step of each recipe (drawn "
-                 "sizes), part by part; the lecture's 16 bytes/param (7B -> 112 GB) and ZeRO's per-recipe totals for "
-                 "drawn N; on CUDA, torch.cuda.memory_allocated after a real Adam step",
+        expected="training_state.step_bytes: a live TransformerBlock after one real step of each recipe (drawn "
+                 "sizes), part by part, the step counters left out (the stated convention); the lecture's 16 "
+                 "bytes/param (7B -> 112 GB) and ZeRO's per-recipe totals for drawn N; on CUDA, "
+                 "torch.cuda.memory_allocated after a real Adam step",
         tampering="the numbers are the answer asked for. The calculator-off observation only enforces the rule "
                   "'count by recipe, do not look it up': a student who patches the instrument (or detects the switch) "
                   "to hide a lookup still has to return the measured bytes, so it can change no score a correct "
                   "answer would not earn"),
-    "optimizer_state_bytes": answers.Oracle(
-        returns="the int it returns for each (shapes, optimizer); whether it raises ValueError for an unknown one",
-        expected="training_state.state_bytes of a real torch.optim.Adam, torch.optim.Adafactor or "
-                 "bitsandbytes.optim.Adam8bit after one step on fp32 parameters of drawn shapes, stepped in the "
-                 "check's own process; the rules' count for a 4096 x 4096 matrix",
-        tampering="nothing but the returned number"),
-    "largest_trainable_params": answers.Oracle(
-        returns="the int it returns for each (n_gpus, memory, bytes per param)",
-        expected="floor(n_gpus x memory / bytes per param) on the datasheet rows of lecture2.hardware and drawn "
-                 "integer budgets; CS336's 8 x 80e9 B / 16 -> 40B",
-        tampering="nothing but the returned number"),
     "activation_bytes_per_layer": answers.Oracle(
-        returns="the int it returns for each (B, T, d, n_heads, dtype_bytes)",
-        expected="measure.saved_bytes of a real TransformerBlock (explicit attention) on drawn sizes and dtypes, "
-                 "measured in the check's own process",
-        tampering="nothing but the returned number"),
-    "flash_activation_bytes_per_layer": answers.Oracle(
-        returns="the int it returns for each (B, T, d, n_heads, dtype_bytes)",
-        expected="measure.saved_bytes of a real TransformerBlock with fused attention (PyTorch's CPU flash kernel) "
-                 "on drawn sizes and dtypes, measured in the check's own process",
+        returns="the int it returns for each (B, T, d, n_heads, dtype_bytes, fused_attention), called with the "
+                "course's calculator switched off beside it (checks.by_formula)",
+        expected="the notebook's accounting measured on a real TransformerBlock (explicit or fused attention) of "
+                 "drawn sizes and dtypes in the check's own process: measure.saved_bytes of the block, with each "
+                 "RMSNorm's own saved bytes (measured) replaced by its input in the model dtype and an fp32 rstd",
         tampering="nothing but the returned number"),
 }

@@ -1,24 +1,38 @@
-"""Notebook 04's check cases: accumulated_step, fp16_underflow_fraction, train_step.
+"""Notebook 04's check cases: accumulated_step, AdamW.
 
 Every answer is reached through lecture2.answers (plain data both ways). What the answer needs beside it (a
-model, an optimizer, a GradScaler, a loss function) is built there by this module's instruments from plain
-data (a model recipe and its state_dict, tensors, a loss's name), and they send back only what they saw: the
-.grad and the parameters after the answer's step, the loss it returned, the dtypes of the Linear outputs, the
-scaler's scale, whether anything was cast to float16. Every expected value is measured here, in the check's
-own process: the big batch's gradient from one backward on the concatenated micro-batches, a real cast to
-float16, the fp32 gradient of the check's own copy of the model at the answer's current parameters.
+model, an optimizer, a loss function) is built there by this module's instruments from plain data (a model recipe
+and its state_dict, tensors, a loss's name, parameter groups as indices and hyperparameters), and they send back
+only what they saw: the .grad and the parameters after the answer's step, the loss it returned, the parameters
+after each step of the answer's optimizer and after resuming it from its own state_dict. Every expected value is
+measured here, in the check's own process: the big batch's gradient from one backward on the concatenated
+micro-batches; torch.optim.AdamW stepping the check's own copy of the model on the same batch.
 """
 from __future__ import annotations
 
 import copy
-import math
-import random
 
 import torch
 import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
 from lecture2 import answers, checks, models
+
+checks.register_hints({
+    "training_step.accum_idea": "思路 (idea)：大 batch 的 loss 是它所有样本 loss 的平均。把这个平均写成各个 micro-batch 的平均 loss 的"
+                                "加权和：每个 micro-batch 占多大的份额？每个 micro-batch 的 loss 乘上它的份额再 backward，.grad "
+                                "累加起来就是大 batch 的梯度。",
+    "training_step.adamw_idea": "思路 (idea)：每个参数 p 自己的状态 (self.state[p]) 里存一阶矩 m、二阶矩 v 和步数 t，每一步先更新它们，再用偏差修正后的 "
+                  "m̂ / (√v̂ + eps) 更新 p；权重衰减 (weight decay) 单独作用在 p 上，不进梯度。每个 param_group 用它自己的超参数。",
+    "training_step.bias_correction": "忘了偏差修正 (bias correction)：m 和 v 从 0 开始，前几步偏小；要除以 1 - beta1**t 和 1 - beta2**t (t 从 1 数起)。",
+    "training_step.l2_not_decoupled": "权重衰减加进了梯度 (g + λp，这是 Adam 的 L2 正则)：AdamW 的衰减是解耦的 (decoupled)：p ← p - lr·λ·p，不经过 m 和 v。",
+    "training_step.decay_without_lr": "权重衰减要乘学习率：p ← p - lr·λ·p (PyTorch 的 AdamW)，不是 p - λ·p。",
+    "training_step.state_kept": "m 和 v 要跨步保留 (在 self.state[p] 里)：每一步从 0 重新开始，就只剩这一步的梯度。",
+    "training_step.step_per_param": "步数 t 是每个参数自己的 (state['step'])，每一步每个参数加 1；整个优化器共用一个计数器并在参数循环里加 1，t 就跑快了。",
+    "training_step.param_groups": "每个 param_group 有自己的 lr 和 weight_decay (group['lr'] ...)：不要只用构造函数的默认值。",
+    "training_step.betas_swapped": "beta1 (一阶矩 m) 和 beta2 (二阶矩 v) 用反了：betas = (beta1, beta2)。",
+    "training_step.state_dict": "状态要放在 self.state[p] 里：optimizer.state_dict() 只存它，load_state_dict() 之后才能从存档接着训练；存在别的属性里的 m、v 会丢。",
+    "training_step.subclass": "要继承 torch.optim.Optimizer (class AdamW(torch.optim.Optimizer))，用它的 param_groups 和 state。",
+})
 
 # ---- models and losses, built the same way on both sides from plain data
 
@@ -78,9 +92,10 @@ def observe_accumulated_step(fn, recipe: tuple, state: dict, batches: list, stal
     return {"returned": returned, "grad": _grad_vec(model), "params": _param_vec(model)}
 
 
-def _expect_grads(got: object, want: torch.Tensor, what: str, mistakes=()) -> None:
+def _expect_grads(got: object, want: torch.Tensor, what: str, mistakes=(), idea: str | None = None) -> None:
     """allclose as a relative error on the whole gradient (≤ 1e-4); name the usual mistake whose gradient
-    `got` equals (within 1e-3 relative): `mistakes` is a list of (hint key, gradient that mistake gives)."""
+    `got` equals (within 1e-3 relative): `mistakes` is a list of (hint key, gradient that mistake gives); else
+    give the hint `idea` (a key), if any."""
     __tracebackhide__ = True
     if type(got) is not torch.Tensor or got.shape != want.shape or not got.is_floating_point():
         raise checks.CheckFailed(f"{what}: 没有得到形状为 {tuple(want.shape)} 的梯度向量 (no gradient vector came back)。",
@@ -90,7 +105,7 @@ def _expect_grads(got: object, want: torch.Tensor, what: str, mistakes=()) -> No
     if err <= 1e-4:
         return
     ratio = (got @ want / (want @ want)).item()
-    hint = next((h for h, v in mistakes if (got - v).norm() <= 1e-3 * max(v.norm().item(), 1e-30)), None)
+    hint = next((h for h, v in mistakes if (got - v).norm() <= 1e-3 * max(v.norm().item(), 1e-30)), idea)
     checks.fail(f"{what}: 与大 batch 的梯度不一致 (not allclose)：relative error {err:.3g}，"
                 f"比值 ratio (got·want / |want|²) = {ratio:.4g}。", hint, what=what)
 
@@ -131,7 +146,7 @@ def accumulation_case(fn, recipe: tuple, make_batch, sizes: list[int], loss: str
         ("zero_grad_in_loop", per[-1] / k), ("zero_grad_in_loop", per[-1] * sizes[-1] / n_total),
         ("zero_grad_in_loop", per[-1]),
         ("zero_grad_missing", want + torch.cat([g.flatten() for g in stale])),
-        ("grads_cleared", torch.zeros_like(want))])
+        ("grads_cleared", torch.zeros_like(want))], idea="training_step.accum_idea")
     params = seen["params"]
     moved = (before - params.to(before.dtype)) / lr if type(params) is torch.Tensor and params.shape == before.shape else params
     _expect_grads(moved, want, what + ": 参数的变化 (before - after) / lr (SGD 做了一次 step)", [
@@ -166,286 +181,157 @@ def accumulation_gpt_case(fn, config: models.GPTConfig, T: int, sizes: list[int]
                       sizes, "next_token", seed)
 
 
-# ---- fp16_underflow_fraction
+# ---- AdamW
 
 
-def _casts_to_fp16(func, args, kwargs) -> bool:
-    """Whether a torch call casts to float16: `.half()`, or float16 among its arguments (`.to(torch.float16)`)."""
-    return getattr(func, "__name__", "") == "half" or any(a is torch.float16 for a in (*args[1:], *kwargs.values()))
-
-
-class _Fp16Casts(TorchFunctionMode):
-    """Notes whether the code it wraps, in this thread, casts anything to float16."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = False
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if _casts_to_fp16(func, args, kwargs):
-            self.seen = True
-        return func(*args, **kwargs)
-
-
-def _watched(grad: torch.Tensor) -> tuple[torch.Tensor, type, list]:
-    """A copy of `grad` as a tensor subclass that notes (in the list returned) every float16 cast of itself or of
-    any tensor computed from it, in whatever thread that happens (a TorchFunctionMode reaches only its own)."""
-    seen = []
-
-    class Tensor(torch.Tensor):  # named like torch.Tensor: a message about a returned tensor reads the same
-        @classmethod
-        def __torch_function__(cls, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if _casts_to_fp16(func, args, kwargs):
-                seen.append(getattr(func, "__name__", str(func)))
-            return super().__torch_function__(func, types, args, kwargs)
-
-    return grad.detach().clone().as_subclass(Tensor), Tensor, seen
+def _param_groups(params: list, groups: list | None) -> list:
+    """What the optimizer is built on: `params` themselves, or for `groups` (a list of {"params": indices,
+    "hyper": {...}}) a list of param groups with their own hyperparameters."""
+    if groups is None:
+        return params
+    return [{**g["hyper"], "params": [params[i] for i in g["params"]]} for g in groups]
 
 
 @answers.observer
-def observe_underflow(fn, grad: torch.Tensor, scale: float) -> dict:
-    """fn(grad, scale) on a watched copy of `grad`, under a TorchFunctionMode. What it saw: the value fn returned
-    (a tensor computed from the watched copy as a plain torch.Tensor) and whether the call cast anything to
-    float16 (`.half()`, `.to(torch.float16)`, a float16 dtype argument), with the calls that did."""
-    watched, watched_type, cast_calls = _watched(grad)
-    with _Fp16Casts() as casts:
-        got = fn(watched, scale)
-    if type(got) is watched_type:  # a tensor computed from grad, returned: it crosses as the torch.Tensor it is
-        got = got.as_subclass(torch.Tensor)
-    return {"value": got, "cast_to_fp16": bool(casts.seen or cast_calls), "cast_calls": cast_calls[:10]}
+class OptimizerSession:
+    """The answer's optimizer class, kept beside it: models.MLP(widths) holding `state`, the batch (x, y), and
+    cls(param groups, **hyper) built once. Each `step()` is one training step with it (zero_grad, cross-entropy
+    backward, optimizer.step()); `resumed_step()` builds a second model and optimizer from the first one's
+    state_dicts and steps both."""
+
+    def __init__(self, cls, widths: list, state: dict, x: torch.Tensor, y: torch.Tensor, groups: list | None,
+                 hyper: dict):
+        self.cls, self.groups, self.hyper = cls, groups, hyper
+        self.model = _build_with(("mlp", list(widths), "relu"), state)
+        self.x, self.y = x, y
+        self.optimizer = cls(_param_groups(list(self.model.parameters()), groups), **hyper)
+
+    @staticmethod
+    def _step(model, optimizer, x, y) -> None:
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    def step(self) -> dict:
+        """One step. What it saw: whether the optimizer is a torch.optim.Optimizer, and the parameters after."""
+        self._step(self.model, self.optimizer, self.x, self.y)
+        return {"is_optimizer": isinstance(self.optimizer, torch.optim.Optimizer),
+                "params": [p.detach().clone() for p in self.model.parameters()]}
+
+    def resumed_step(self) -> dict:
+        """A copy of the model and a new optimizer loaded from the first one's state_dicts (a checkpoint), then one
+        step of each: the parameters after the step of the original and of the resumed one."""
+        model = copy.deepcopy(self.model)
+        optimizer = self.cls(_param_groups(list(model.parameters()), self.groups), **self.hyper)
+        optimizer.load_state_dict(copy.deepcopy(self.optimizer.state_dict()))
+        self._step(self.model, self.optimizer, self.x, self.y)
+        self._step(model, optimizer, self.x, self.y)
+        return {"params": [p.detach().clone() for p in self.model.parameters()],
+                "resumed": [p.detach().clone() for p in model.parameters()]}
 
 
-def _fraction(hit: torch.Tensor, grad: torch.Tensor) -> float:
-    """Fraction of grad's nonzero entries where `hit` holds (0.0 when none is nonzero)."""
-    nz = grad != 0
-    return hit[nz].double().mean().item() if nz.any() else 0.0
+_DEFAULTS = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2}  # torch.optim.AdamW's
 
 
-def underflow_case(fn, grad: torch.Tensor, scale: float, what: str) -> None:
-    """fn(grad, scale) against the fraction of grad's nonzero entries that a real cast of grad * scale to
-    float16 turns into 0 (measured here; within half an entry). The answer itself may not cast to float16."""
-    __tracebackhide__ = True
-    scaled = grad * scale
-    measured = _fraction(scaled.to(torch.float16) == 0, grad)  # a real cast to fp16, here
-    fi = torch.finfo(torch.float16)
-    sub = fi.smallest_normal * fi.eps
-    what = f"fp16_underflow_fraction({what}, scale={scale:g})"
-    seen = answers.observe(observe_underflow, fn, grad, scale)
-    if seen["cast_to_fp16"] is not False:
-        checks.fail(f"{what}: 你的函数把数据 cast 成了 float16。", "fp16_cast_for_real", what=what)
-    got = seen["value"]
-    checks.expect_type(got, float, what=what)
-    if not (grad != 0).any() and math.isnan(got):
-        checks.fail(f"{what}: 得到 (got) nan。", "fp16_no_nonzero", what=what)
-    checks.expect_close(got, measured, rtol=0.0, atol=0.5 / grad.numel(), what=what, mistakes=[
-        checks.mistake("fp16_round_half_even", _fraction(scaled.abs() < sub / 2, grad)),
-        checks.mistake("fp16_tiny_threshold", _fraction(scaled.abs() < fi.smallest_normal, grad)),
-        checks.mistake("fp16_subnormal_not_half", _fraction(scaled.abs() < sub, grad)),
-        checks.mistake("fp16_subnormal_not_half", _fraction(scaled.abs() <= sub, grad)),
-        checks.mistake("forgot_scale", _fraction(grad.to(torch.float16) == 0, grad)),
-        checks.mistake("zeros_counted", (scaled.to(torch.float16) == 0).double().mean().item())])
+def _with(groups: list | None, hyper: dict, change) -> tuple[list | None, dict]:
+    """`groups` and `hyper` with `change(h)` applied to the defaults and to every group's own hyperparameters (each
+    completed from the defaults first)."""
+    defaults = change({**_DEFAULTS, **hyper})
+    if groups is None:
+        return None, defaults
+    return [{"params": g["params"], "hyper": change({**_DEFAULTS, **hyper, **g["hyper"]})} for g in groups], defaults
 
 
-def no_nonzero_case(fn, n: int = 10) -> None:
-    """fn(torch.zeros(n)) must return exactly 0.0: no nonzero entry, none to flush (0 / 0 would be NaN)."""
-    __tracebackhide__ = True
-    what = f"fp16_underflow_fraction(torch.zeros({n}))"
-    got = answers.call(fn, torch.zeros(n))
-    checks.expect_type(got, float, what=what)
-    if math.isnan(got):
-        checks.fail(f"{what}: 得到 (got) nan。", "fp16_no_nonzero", what=what)
-    checks.expect_equal(got, 0.0, what=what)
-
-
-def drawn_gradient(rng: random.Random, n: int, lo: float, hi: float, zeros: float = 0.0, ties: float = 0.0,
-                   tie_scale: float = 1.0) -> torch.Tensor:
-    """n fp32 entries: magnitudes log-uniform in [2**lo, 2**hi], random signs, a share `zeros` of exact zeros
-    and a share `ties` of exact fp16 ties (±2**-25 / tie_scale, which land on 2**-25 once scaled)."""
-    values = []
-    for _ in range(n):
-        u, sign = rng.random(), rng.choice((-1, 1))
-        values.append(0.0 if u < zeros else sign * 2.0 ** -25 / tie_scale if u < zeros + ties
-                      else sign * 2.0 ** rng.uniform(lo, hi))
-    return torch.tensor(values, dtype=torch.float32)
-
-
-def mlp_gradient(widths: list[int], batch: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """The real gradient (all parameters, one fp32 vector) of models.MLP(widths) on a random cross-entropy batch,
-    computed in `dtype` (float64: the same on every CPU, whatever its matmul kernels)."""
-    torch.manual_seed(seed)
-    model = models.MLP(widths).to(dtype)
-    x = torch.randn(batch, widths[0]).to(dtype)
-    F.cross_entropy(model(x), torch.randint(0, widths[-1], (batch,))).backward()
-    return _grad_vec(model).float()
-
-
-# ---- train_step
-
-_LOW = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def _vec(tensors) -> torch.Tensor:
-    return torch.cat([t.detach().float().cpu().flatten() for t in tensors])
-
-
-@answers.observer
-class TrainStepSession:
-    """The answer's training loop, kept beside it: models.MLP(widths) holding `state` on `device`, an
-    SGD(lr) optimizer, the batch (x, y) and, for precision "fp16", a GradScaler(device, init_scale,
-    growth_interval=1), built once and stepped by the check. Forward hooks note the dtype of every Linear
-    output. Each `step()` is one call of fn(model, optimizer, x, y, precision, scaler) and returns what it saw."""
-
-    def __init__(self, fn, widths: list, state: dict, x: torch.Tensor, y: torch.Tensor, precision: str, lr: float,
-                 init_scale: float, device: str = "cpu"):
-        self.fn, self.precision = fn, precision
-        self.model = _build_with(("mlp", list(widths), "relu"), state, device)
-        self.x, self.y = x.to(device), y.to(device)
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
-        self.scaler = (torch.amp.GradScaler(device, init_scale=init_scale, growth_interval=1)
-                       if precision == "fp16" else None)
-        self.linear_dtypes: list = []
-        for m in self.model.modules():
-            if isinstance(m, torch.nn.Linear):
-                m.register_forward_hook(lambda mod, i, out: self.linear_dtypes.append(getattr(out, "dtype", None)))
-
-    def step(self, inf_gradient: bool = False) -> dict:
-        """One call of the answer. With `inf_gradient`, the first layer's weight gets an all-inf gradient in
-        backward (a hook). What it saw: the value returned, the parameters after the step (fp32 copies, in
-        parameters() order) and their dtypes, the dtypes of the Linear outputs in this call (in order), and for
-        fp16 the scaler's scale after the call and whether scaler.scale(...) was ever used."""
-        self.linear_dtypes.clear()
-        handle = None
-        if inf_gradient:
-            handle = self.model.layers[0].weight.register_hook(lambda gr: torch.full_like(gr, float("inf")))
-        try:
-            returned = self.fn(self.model, self.optimizer, self.x, self.y, self.precision, self.scaler)
-        finally:
-            if handle is not None:
-                handle.remove()
-        params = list(self.model.parameters())
-        return {"returned": returned,
-                "params": [p.detach().float().cpu().clone() for p in params],
-                "param_dtypes": sorted({str(p.dtype) for p in params}),
-                "linear_dtypes": list(self.linear_dtypes),
-                "scale": self.scaler.get_scale() if self.scaler is not None else None,
-                "scaler_used": self.scaler is not None and self.scaler._scale is not None}
-
-
-@answers.observer
-def observe_train_step_call(fn, widths: list, state: dict, x: torch.Tensor, y: torch.Tensor, precision: str) -> dict:
-    """fn(model, SGD(0.1), x, y, precision) once, on models.MLP(widths) holding `state`: the value it returned
-    (an exception it raises crosses as itself)."""
+def _variant_trajectory(widths, state, x, y, groups, hyper, steps: int, variant: str) -> list[torch.Tensor]:
+    """The parameter vector after each of `steps` training steps of PyTorch's own optimizers, set up to make one
+    usual mistake (`variant`, a hint's suffix), on the check's own copy of the model."""
     model = _build_with(("mlp", list(widths), "relu"), state)
-    return {"returned": fn(model, torch.optim.SGD(model.parameters(), lr=0.1), x, y, precision)}
+    params = list(model.parameters())
+    kind = torch.optim.AdamW
+    if variant == "l2_not_decoupled":  # Adam's weight_decay adds λ·p to the gradient
+        kind = torch.optim.Adam
+        groups, hyper = _with(groups, hyper, lambda h: h)
+    elif variant == "decay_without_lr":  # AdamW multiplies p by 1 - lr·λ: λ / lr there is a decay of λ
+        groups, hyper = _with(groups, hyper, lambda h: {**h, "weight_decay": h["weight_decay"] / h["lr"]})
+    elif variant == "betas_swapped":
+        groups, hyper = _with(groups, hyper, lambda h: {**h, "betas": tuple(reversed(h["betas"]))})
+    elif variant == "param_groups":  # every parameter at the constructor's defaults
+        groups = None
+    optimizer = kind(_param_groups(params, groups), **hyper, foreach=False)
+    order = [p for group in optimizer.param_groups for p in group["params"]]  # the order step() visits them
+    out = []
+    for k in range(steps):
+        if variant == "state_kept":  # the moments and the step count start again every step
+            optimizer.state.clear()
+        elif variant in ("bias_correction", "step_per_param"):
+            for i, p in enumerate(order):
+                st = optimizer.state[p]
+                if not st:
+                    st["exp_avg"], st["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
+                # the count step() adds 1 to: one so large that 1 - beta**t is 1 (no correction), or one counter for
+                # the whole optimizer, counted once per parameter
+                st["step"] = torch.tensor(float(10**6 if variant == "bias_correction" else k * len(order) + i))
+        OptimizerSession._step(model, optimizer, x, y)
+        out.append(_param_vec(model))
+    return out
 
 
-def _call(step, what: str, *args):
-    """step(*args), with GradScaler's own errors for its misuses translated into the usual mistake's hint."""
-    __tracebackhide__ = True
-    try:
-        return step(*args)
-    except (RuntimeError, AssertionError) as e:  # GradScaler raises both
-        for text, hint in (("already been called since the last update", "scaler_update"),  # step() or unscale_() twice
-                           ("is being called after step()", "scaler_update"),  # unscale_() of the next step, no update()
-                           ("No inf checks were recorded", "scaled_grads")):
-            if text in str(e):
-                checks.fail(f"{what}: GradScaler 报错 {str(e)[:300]!r}", hint, what=what)
-        raise
+_VARIANTS = ("bias_correction", "l2_not_decoupled", "decay_without_lr", "state_kept", "step_per_param",
+             "param_groups", "betas_swapped")
 
 
-def _as_vector(params: object, like: torch.Tensor, what: str) -> torch.Tensor:
-    __tracebackhide__ = True
-    if type(params) is not list or not all(type(p) is torch.Tensor for p in params):
-        raise checks.CheckFailed(f"{what}: 没有得到参数 (no parameters came back)。", what=what)
-    vec = _vec(params)
-    if vec.shape != like.shape:
-        raise checks.CheckFailed(f"{what}: 参数的个数变了 (the model's parameters changed shape)。", what=what)
-    return vec
+def _moved_error(got: torch.Tensor, want: torch.Tensor, start: torch.Tensor) -> float:
+    """How far `got` is from `want`, relative to how far `want` moved from `start`."""
+    return ((got - want).norm() / (want - start).norm().clamp_min(1e-30)).item()
 
 
-def train_step_case(fn, precision: str, widths: list[int], n: int, seed: int, lr: float = 0.2, steps: int = 4,
-                    dev: str = "cpu") -> None:
-    """`steps` calls of fn(model, SGD(lr), x, y, precision, scaler) on models.MLP(widths) and n random samples.
-
-    Each step: the loss returned is the fp32 loss (rtol 0.03), the parameters stay fp32 (master weights), the
-    Linear outputs come in the precision's dtype (autocast), and the parameters move by lr × the fp32 gradient
-    of the check's own copy of the model at the answer's current parameters (relative error ≤ 0.1); after all
-    steps the loss is lower. fp16 (a GradScaler with growth_interval=1, starting at 2**12): every good step
-    doubles the scale, a step whose gradient holds inf leaves the parameters as they were and halves the scale."""
+def adamw_case(cls, widths: list[int], n: int, seed: int, hyper: dict, groups: list | None = None, steps: int = 4,
+               resume: bool = False) -> None:
+    """`steps` training steps of cls(param groups, **hyper) on models.MLP(widths) and n random samples against
+    torch.optim.AdamW with the same groups and hyperparameters on the check's own copy (after each step the
+    parameters within 1e-4 of how far the reference moved them); a wrong trajectory is named by the usual mistake
+    whose trajectory it follows. With `resume`, one more step of the answer's optimizer and of a second one loaded
+    from its state_dict must give the same parameters."""
     __tracebackhide__ = True
     torch.manual_seed(seed)
-    ref = models.MLP(widths).to(dev)  # the check's own fp32 copy: reference gradients at the answer's parameters
-    x, y = torch.randn(n, widths[0], device=dev), torch.randint(0, widths[-1], (n,), device=dev)
-    state = {k: v.detach().clone() for k, v in ref.state_dict().items()}
-    init = 2.0 ** 12
-    what = f"train_step(precision={precision!r}, MLP {widths}, {dev})"
-    current = [p.detach().clone() for p in ref.parameters()]  # the answer's parameters, as it last reported them
-    losses, prev = [], None
-    with answers.session(TrainStepSession, fn, list(widths), state, x, y, precision, lr, init, dev) as session:
-        for step in range(steps):
-            with torch.no_grad():
-                for p, t in zip(ref.parameters(), current):
-                    p.copy_(t)
-            ref.zero_grad()
-            ref_loss = F.cross_entropy(ref(x), y)
-            ref_loss.backward()
-            g = _vec(p.grad for p in ref.parameters())
-            before = _vec(current)
-            seen = _call(session.step, what)
-            loss = seen["returned"]
-            checks.expect_type(loss, float, what=what + " 的返回值")
-            checks.expect_equal(seen["param_dtypes"], ["torch.float32"], what=what + " 之后参数的 dtype",
-                                mistakes=[checks.mistake("master_weights", ["torch.bfloat16"]),
-                                          checks.mistake("master_weights", ["torch.float16"])])
-            linear = seen["linear_dtypes"]
-            checks.expect(type(linear) is list and bool(linear), what + ": model 的前向 (forward) 没有被调用")
-            checks.expect_equal(str(linear[0]), str(_LOW[precision]), what=what + ": Linear 输出的 dtype",
-                                mistakes=[checks.mistake("no_autocast", "torch.float32")])
-            checks.expect_close(loss, ref_loss.item(), rtol=0.03, what=what + f" 第 {step + 1} 步返回的 loss (更新之前)")
-            after = _as_vector(seen["params"], before, what)
-            moved = (before - after) / lr  # SGD: equals the (unscaled) gradient
-            ratio = (moved @ g / (g @ g)).item()
-            err = ((moved - g).norm() / g.norm()).item()
-            if not err <= 0.1:
-                hint = None
-                if prev is not None and ((moved - g - prev).norm() / (g + prev).norm()).item() < 0.1:
-                    hint = "zero_grad_missing"
-                elif ratio > 100:
-                    hint = "scaled_grads"
-                elif abs(ratio) < 1e-6:
-                    hint = "no_optimizer_step"
-                checks.fail(f"{what} 第 {step + 1} 步：参数的变化 / lr 与 FP32 的梯度不一致："
-                            f"relative error {err:.3g}，比值 ratio {ratio:.4g}。", hint, what=what)
-            current, prev = seen["params"], g
-            losses.append(loss)
-        checks.expect(losses[-1] < losses[0], f"{what}: {steps} 步之后 loss 没有下降：{[round(v, 4) for v in losses]}")
-        if precision == "fp16":
-            # growth_interval=1: every good step doubles the scale
-            checks.expect_close(seen["scale"], init * 2 ** steps, what=what + f": {steps} 次正常的步之后 scaler.get_scale()",
-                                mistakes=[checks.mistake("scaler_update" if seen["scaler_used"] else "scaler_unused", init)])
-            # a step whose gradient holds inf must be skipped, and the scale halved
-            before, s = _vec(current), seen["scale"]
-            seen = _call(session.step, what, True)
-            if not torch.equal(before, _as_vector(seen["params"], before, what)):
-                checks.fail(f"{what}: 梯度含 inf 的一步应被跳过 (skipped)，参数却变了。", "scaler_unused", what=what)
-            checks.expect_close(seen["scale"], s / 2, what=what + ": 含 inf 的一步之后 scale 应减半",
-                                mistakes=[checks.mistake("scaler_update", s)])
-
-
-def train_step_rejects(fn, precision: str) -> None:
-    """fn(..., precision) must raise ValueError for a precision other than "fp32", "bf16" and "fp16"."""
-    __tracebackhide__ = True
-    model = models.MLP([4, 2])
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    raised = False
-    try:
-        answers.observe(observe_train_step_call, fn, [4, 2], state, torch.randn(2, 4), torch.tensor([0, 1]), precision)
-    except ValueError:
-        raised = True
-    if not raised:
-        checks.fail(f"train_step(..., precision={precision!r}) 没有 raise ValueError。", "precision_unknown")
+    ref_model = models.MLP(widths)
+    x, y = torch.randn(n, widths[0]), torch.randint(0, widths[-1], (n,))
+    state = {k: v.detach().clone() for k, v in ref_model.state_dict().items()}
+    params = list(ref_model.parameters())
+    reference = torch.optim.AdamW(_param_groups(params, groups), **hyper, foreach=False)
+    variants = {v: _variant_trajectory(widths, state, x, y, groups, hyper, steps, v) for v in _VARIANTS}
+    start = _param_vec(ref_model)
+    where = "每个参数一组" if groups is None else f"{len(groups)} 个 param_groups"
+    what = f"AdamW({where}, {', '.join(f'{k}={v}' for k, v in hyper.items())}) on MLP {widths}"
+    with answers.session(OptimizerSession, cls, list(widths), state, x, y, groups, hyper) as session:
+        for k in range(steps):
+            before = _param_vec(ref_model)
+            OptimizerSession._step(ref_model, reference, x, y)
+            want = _param_vec(ref_model)
+            seen = session.step()
+            if seen.get("is_optimizer") is not True:
+                checks.fail(f"{what}: 你的类不是 torch.optim.Optimizer 的子类。", "training_step.subclass", what=what)
+            got = seen.get("params")
+            if type(got) is not list or len(got) != len(params) or not all(type(t) is torch.Tensor for t in got):
+                raise checks.CheckFailed(f"{what}: 没有得到参数 (no parameters came back)。", what=what)
+            got = torch.cat([t.detach().float().flatten() for t in got])
+            if got.shape != want.shape:
+                raise checks.CheckFailed(f"{what}: 参数的个数变了 (the model's parameters changed shape)。", what=what)
+            err = _moved_error(got, want, before)
+            if err <= 1e-4:
+                continue
+            near = min(_VARIANTS, key=lambda v: _moved_error(got, variants[v][k], before))  # the closest usual mistake
+            hint = f"training_step.{near}" if _moved_error(got, variants[near][k], before) <= 1e-3 else None
+            if hint is None and torch.equal(got, before):
+                hint = "no_optimizer_step"
+            checks.fail(f"{what} 第 {k + 1} 步之后的参数与 torch.optim.AdamW 不一致：差 / 参考这一步移动的距离 = {err:.3g}"
+                        f"（允许 1e-4）。", hint or "training_step.adamw_idea", what=what)
+        if resume:
+            seen = session.resumed_step()
+            kept, resumed = (torch.cat([t.float().flatten() for t in seen[key]]) for key in ("params", "resumed"))
+            if _moved_error(resumed, kept, _param_vec(ref_model)) > 1e-6:
+                checks.fail(f"{what}: 用 state_dict() 存档、load_state_dict() 恢复的优化器，下一步和原来的不一样。",
+                            "training_step.state_dict", what=what)
 
 
 # How each exercise is graded (docs/grading.md's table is generated from every module's ORACLE).
@@ -460,27 +346,15 @@ ORACLE = {
         tampering="outputs only: the .grad, the parameters after the step and the loss are the work asked for; a "
                   "student who patches the instrument must still send the big batch's gradient, parameters moved by "
                   "lr × it and its loss, which is the answer (how they are computed, accumulated or not, is not graded)"),
-    "fp16_underflow_fraction": answers.Oracle(
-        returns="the float it returns for each (gradient, scale), and whether observe_underflow saw it cast to "
-                "float16 (a TorchFunctionMode and a watched tensor subclass around the call)",
-        expected="a real cast of grad * scale to torch.float16 in the judge (the fraction of nonzero entries that "
-                 "become 0); the usual mistakes' fractions from the wrong thresholds, computed there",
-        tampering="the number is the answer and is compared with the judge's own cast. The rule 'predict, do not "
-                  "cast' rests on an observation the student's process makes: a cast through numpy, or a patched "
-                  "instrument, goes unseen; it gains nothing but the right number, which a real cast gives anyway, "
-                  "so it costs only the exercise's point of learning the threshold, never another student's grade"),
-    "train_step": answers.Oracle(
-        returns="what a TrainStepSession beside the answer saw at each step (an MLP built from a state_dict, SGD, "
-                "a GradScaler for fp16): the loss returned, the parameters after the step and their dtypes, the "
-                "dtypes of the Linear outputs (forward hooks), the scaler's scale; whether it raises ValueError for "
-                "an unknown precision",
-        expected="the check's own fp32 copy of the model, loaded with the answer's parameters before each step: its "
-                 "loss and gradient (parameters must move by lr × it); the scale GradScaler's rules give (×2 per good "
-                 "step with growth_interval=1, ½ after the inf step the session injects)",
-        tampering="the parameter trajectory is checked against the judge's own fp32 reference and must be a real "
-                  "training step. The low precision is not: Linear output dtypes, the scale and 'scaler used' are "
-                  "observed in the student's process, so a student who patches the session or the hooks there can "
-                  "report autocast and a GradScaler while training in fp32 (an fp32 step passes the numeric checks "
-                  "by design, within rtol 0.03 / 0.1); no independent observation closes this, and it wins only "
-                  "this exercise's precision groups"),
+    "AdamW": answers.Oracle(
+        returns="what an OptimizerSession beside the answer saw (an MLP built from a state_dict, the answer's class on "
+                "its parameters or param groups): the parameters after each training step, whether the class is a "
+                "torch.optim.Optimizer, and the parameters after one more step of it and of a copy resumed from its "
+                "state_dict",
+        expected="torch.optim.AdamW with the same groups and hyperparameters stepping the check's own copy of the "
+                 "model on the same batch, in the judge; the usual mistakes' trajectories from AdamW written out there "
+                 "with one mistake each",
+        tampering="the parameter trajectory is the work asked for and is compared with the judge's own torch.optim.AdamW; "
+                  "a student who patches the session in their process could send torch's AdamW's parameters (computed "
+                  "with torch's class, not their own) and pass: nothing independent observes which class stepped"),
 }

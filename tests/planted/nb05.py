@@ -1,93 +1,11 @@
 from lecture2.checks import HINTS
+from lecture2.exercises import flops  # noqa: F401 (registers the module's own hints, flops.*, in HINTS)
 
 from . import Planted
 
 NOTEBOOK = "05_flops.ipynb"
 
 MISTAKES = [
-    Planted("ex05_matmul_flops", "no 2 for the multiply-add", '''
-def matmul_flops(a_shape, b_shape):
-    *ab, m, k = a_shape
-    *bb, _, n = b_shape
-    return math.prod(torch.broadcast_shapes(tuple(ab), tuple(bb))) * m * k * n
-''', HINTS["multiply_add"], visible=True),
-    Planted("ex05_matmul_flops", "mn(2k-1): k multiplies and k-1 adds", '''
-def matmul_flops(a_shape, b_shape):
-    *ab, m, k = a_shape
-    *bb, _, n = b_shape
-    return math.prod(torch.broadcast_shapes(tuple(ab), tuple(bb))) * m * n * (2 * k - 1)
-''', HINTS["matmul_fma"], visible=True),
-    Planted("ex05_matmul_flops", "batch dims forgotten", '''
-def matmul_flops(a_shape, b_shape):
-    if a_shape[-1] != b_shape[-2]:
-        raise ValueError("inner dims")
-    return 2 * a_shape[-2] * a_shape[-1] * b_shape[-1]
-''', HINTS["matmul_batch"], visible=True),
-    Planted("ex05_matmul_flops", "batch dims of the left operand only", '''
-def matmul_flops(a_shape, b_shape):
-    if a_shape[-1] != b_shape[-2]:
-        raise ValueError("inner dims")
-    return 2 * math.prod(a_shape[:-2]) * a_shape[-2] * a_shape[-1] * b_shape[-1]
-''', HINTS["matmul_broadcast"], visible=True),
-    Planted("ex05_matmul_flops", "batch dims of both operands multiplied", '''
-def matmul_flops(a_shape, b_shape):
-    if a_shape[-1] != b_shape[-2]:
-        raise ValueError("inner dims")
-    return 2 * math.prod(a_shape[:-2]) * math.prod(b_shape[:-2]) * a_shape[-2] * a_shape[-1] * b_shape[-1]
-''', HINTS["matmul_broadcast"], visible=True),
-    Planted("ex05_matmul_flops", "mismatched inner dimensions accepted", '''
-def matmul_flops(a_shape, b_shape):
-    *ab, m, k = a_shape
-    *bb, _, n = b_shape
-    return 2 * math.prod(torch.broadcast_shapes(tuple(ab), tuple(bb))) * m * k * n
-''', HINTS["matmul_inner"], visible=True),
-    Planted("ex05_matmul_flops", "tensors built to count their product", '''
-def matmul_flops(a_shape, b_shape):
-    if a_shape[-1] != b_shape[-2]:
-        raise ValueError("inner dims")
-    a, b = torch.empty(a_shape), torch.empty(b_shape)
-    return measure.count_flops(lambda: a @ b)
-''', HINTS["matmul_allocated"], visible=True),
-    Planted("ex05_matmul_flops", "torch's RuntimeError instead of a ValueError", '''
-def matmul_flops(a_shape, b_shape):
-    a, b = torch.empty(a_shape, device="meta"), torch.empty(b_shape, device="meta")
-    return measure.count_flops(lambda: a @ b)
-''', HINTS["matmul_inner"], visible=True),
-    Planted("ex05_block_flops", "no 2 for the multiply-add", '''
-def block_flops(B, T, d):
-    return {"qkv": 3 * B * T * d * d, "scores": B * T * T * d, "attn_v": B * T * T * d,
-            "proj": B * T * d * d, "ffn": 8 * B * T * d * d}
-''', HINTS["multiply_add"], visible=True),
-    Planted("ex05_block_flops", "the lecture's (BT, d) x (d, BT) taken literally", '''
-def block_flops(B, T, d):
-    return {"qkv": 6 * B * T * d * d, "scores": 2 * (B * T) ** 2 * d, "attn_v": 2 * (B * T) ** 2 * d,
-            "proj": 2 * B * T * d * d, "ffn": 16 * B * T * d * d}
-''', HINTS["attn_bt_literal"], visible=True),
-    Planted("ex05_block_flops", "one projection instead of three for QKV", '''
-def block_flops(B, T, d):
-    return {"qkv": 2 * B * T * d * d, "scores": 2 * B * T * T * d, "attn_v": 2 * B * T * T * d,
-            "proj": 2 * B * T * d * d, "ffn": 16 * B * T * d * d}
-''', HINTS["qkv_one_projection"], visible=True),
-    Planted("ex05_block_flops", "one FFN matrix only", '''
-def block_flops(B, T, d):
-    return {"qkv": 6 * B * T * d * d, "scores": 2 * B * T * T * d, "attn_v": 2 * B * T * T * d,
-            "proj": 2 * B * T * d * d, "ffn": 8 * B * T * d * d}
-''', HINTS["ffn_one_matrix"], visible=True),
-    Planted("ex05_block_flops", "T and d swapped in the attention scores", '''
-def block_flops(B, T, d):
-    return {"qkv": 6 * B * T * d * d, "scores": 2 * B * T * d * d, "attn_v": 2 * B * T * d * d,
-            "proj": 2 * B * T * d * d, "ffn": 16 * B * T * d * d}
-''', HINTS["scores_t_squared"], visible=True),
-    Planted("ex05_block_flops", "floats instead of ints", '''
-def block_flops(B, T, d):
-    return {"qkv": 6.0 * B * T * d * d, "scores": 2.0 * B * T * T * d, "attn_v": 2.0 * B * T * T * d,
-            "proj": 2.0 * B * T * d * d, "ffn": 16.0 * B * T * d * d}
-''', HINTS["returns_int"], visible=True),
-    Planted("ex05_block_flops", "keys of its own", '''
-def block_flops(B, T, d):
-    return {"qkv": 6 * B * T * d * d, "qk": 2 * B * T * T * d, "pv": 2 * B * T * T * d,
-            "proj": 2 * B * T * d * d, "ffn": 16 * B * T * d * d}
-''', "的键 (keys) 应是", visible=True),
     Planted("ex05_flops_per_token", "forward only", '''
 def flops_per_token(config, T, attention=True):
     d, L = config.d_model, config.n_layer
@@ -156,4 +74,104 @@ def flops_per_token(config, T, attention=True):
     n = L * (4 * d * d + 2 * d * d_ff) + V * d
     return int(estimate.flops_per_token(n, L if attention else 0, d, T))
 ''', HINTS["calculator_off"]),
+    Planted("ex05_flops_per_token", "attention counted forward only: no usual mistake, the idea", '''
+def flops_per_token(config, T, attention=True):
+    d, L = config.d_model, config.n_layer
+    ff = config.d_ff or 4 * d
+    n = L * (4 * d * d + 2 * d * ff) + config.vocab_size * d
+    return 6 * n + (4 * L * T * d if attention else 0)
+''', HINTS["flops.per_token_idea"], visible=True),
+]
+
+_INTENSITY_OK = '''
+def matmul_intensity(m, k, n, bytes_per_element):
+    return 2 * m * k * n / (bytes_per_element * (m * k + k * n + m * n))
+'''
+_RIDGE_OK = '''
+def ridge_tokens(d, ridge, bytes_per_element):
+    b = bytes_per_element
+    if ridge * b >= d:
+        return None
+    T = max(1, math.ceil(ridge * b * d / (2 * (d - ridge * b))))
+    while T > 1 and 2 * (T - 1) * d * d / (b * (2 * (T - 1) * d + d * d)) >= ridge:
+        T -= 1
+    while 2 * T * d * d / (b * (2 * T * d + d * d)) < ridge:
+        T += 1
+    return T
+'''
+_RIDGE_FROM_INTENSITY = '''
+def ridge_tokens(d, ridge, bytes_per_element):
+    if matmul_intensity(10**12, d, d, bytes_per_element) < ridge:
+        return None
+    lo, hi = 1, 10**12
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if matmul_intensity(mid, d, d, bytes_per_element) >= ridge:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+'''
+
+MISTAKES += [
+    Planted("ex05_intensity", "no 2 for the multiply-add", '''
+def matmul_intensity(m, k, n, bytes_per_element):
+    return m * k * n / (bytes_per_element * (m * k + k * n + m * n))
+''' + _RIDGE_OK, HINTS["multiply_add"], visible=True),
+    Planted("ex05_intensity", "the output never written", '''
+def matmul_intensity(m, k, n, bytes_per_element):
+    return 2 * m * k * n / (bytes_per_element * (m * k + k * n))
+''' + _RIDGE_OK, HINTS["flops.intensity_output"], visible=True),
+    Planted("ex05_intensity", "FLOPs per element, not per byte", '''
+def matmul_intensity(m, k, n, bytes_per_element):
+    return 2 * m * k * n / (m * k + k * n + m * n)
+''' + _RIDGE_OK, HINTS["flops.intensity_per_element"], visible=True),
+    Planted("ex05_intensity", "bits for bytes", '''
+def matmul_intensity(m, k, n, bytes_per_element):
+    return 2 * m * k * n / (8 * bytes_per_element * (m * k + k * n + m * n))
+''' + _RIDGE_OK, HINTS["bits_for_bytes"], visible=True),
+    Planted("ex05_intensity", "a formula no usual mistake explains: the idea", '''
+def matmul_intensity(m, k, n, bytes_per_element):
+    return 2 * m * k * n / (bytes_per_element * (m + k + n))
+''' + _RIDGE_OK, HINTS["flops.intensity_idea"], visible=True),
+    Planted("ex05_intensity", "counted with lecture2.measure, not derived", '''
+def matmul_intensity(m, k, n, bytes_per_element):
+    from lecture2 import measure
+    dtype = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}[bytes_per_element]
+    a, b = torch.empty(m, k, device="meta", dtype=dtype), torch.empty(k, n, device="meta", dtype=dtype)
+    return measure.count_flops(lambda: a @ b) / (a.nbytes + b.nbytes + (a @ b).nbytes)
+''' + _RIDGE_FROM_INTENSITY, HINTS["flops.measured_not_derived"], visible=True),
+    Planted("ex05_intensity", "the ridge by the weights' bytes only (intensity = T)", _INTENSITY_OK + '''
+def ridge_tokens(d, ridge, bytes_per_element):
+    return math.ceil(ridge * bytes_per_element / 2)
+''', HINTS["flops.ridge_weights_only"], visible=True),
+    Planted("ex05_intensity", "the bound rounded, not rounded up", _INTENSITY_OK + '''
+def ridge_tokens(d, ridge, bytes_per_element):
+    b = bytes_per_element
+    if ridge * b >= d:
+        return None
+    return round(ridge * b * d / (2 * (d - ridge * b)))
+''', HINTS["flops.ridge_round"], visible=True),
+    Planted("ex05_intensity", "a T returned where none reaches the ridge", _INTENSITY_OK + '''
+def ridge_tokens(d, ridge, bytes_per_element):
+    b = bytes_per_element
+    return math.ceil(ridge * b * d / (2 * (d - ridge * b)))
+''', HINTS["flops.ridge_never"], visible=True),
+    Planted("ex05_intensity", "the ridge from an intensity without the factor 2", '''
+def matmul_intensity(m, k, n, bytes_per_element):
+    return 2 * m * k * n / (bytes_per_element * (m * k + k * n + m * n))
+
+def ridge_tokens(d, ridge, bytes_per_element):
+    b = bytes_per_element
+    if 2 * ridge * b >= d:
+        return None
+    return math.ceil(2 * ridge * b * d / (2 * (d - 2 * ridge * b)))
+''', HINTS["multiply_add"], visible=True),
+    Planted("ex05_intensity", "a float T", _INTENSITY_OK + '''
+def ridge_tokens(d, ridge, bytes_per_element):
+    b = bytes_per_element
+    if ridge * b >= d:
+        return None
+    return float(math.ceil(ridge * b * d / (2 * (d - ridge * b))))
+''', HINTS["returns_int"], visible=True),
 ]

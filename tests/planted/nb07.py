@@ -125,35 +125,6 @@ def checkpoint_memory(n_layers, segments, layer_input_bytes, layer_activation_by
 def best_segments(n_layers, layer_input_bytes=1, layer_activation_bytes=1):
     return min(range(1, n_layers + 1), key=lambda s: checkpoint_memory(n_layers, s, layer_input_bytes, layer_activation_bytes))
 ''', HINTS["checkpointing.best_tie"]),
-    Planted("ex07_recompute_overhead", "the lecture's 4/3 (no early stop)", '''
-def recompute_overhead(n_layers, segments, seq_len, d_model):
-    return 4 / 3
-''', HINTS["checkpointing.overhead_lecture"]),
-    Planted("ex07_recompute_overhead", "the extra fraction instead of the ratio", '''
-def recompute_overhead(n_layers, segments, seq_len, d_model):
-    f = n_layers * (24 * seq_len * d_model**2 + 4 * seq_len**2 * d_model)
-    return (f - segments * 8 * seq_len * d_model**2) / (3 * f)
-''', HINTS["checkpointing.overhead_extra"]),
-    Planted("ex07_recompute_overhead", "one early stop for the whole stack", '''
-def recompute_overhead(n_layers, segments, seq_len, d_model):
-    f = n_layers * (24 * seq_len * d_model**2 + 4 * seq_len**2 * d_model)
-    return (4 * f - 8 * seq_len * d_model**2) / (3 * f)
-''', HINTS["checkpointing.overhead_once"]),
-    Planted("ex07_recompute_overhead", "every layer's down projection skipped", '''
-def recompute_overhead(n_layers, segments, seq_len, d_model):
-    f = n_layers * (24 * seq_len * d_model**2 + 4 * seq_len**2 * d_model)
-    return (4 * f - n_layers * 8 * seq_len * d_model**2) / (3 * f)
-''', HINTS["checkpointing.overhead_every_layer"]),
-    Planted("ex07_recompute_overhead", "the attention term forgotten", '''
-def recompute_overhead(n_layers, segments, seq_len, d_model):
-    f = n_layers * 24 * seq_len * d_model**2
-    return (4 * f - segments * 8 * seq_len * d_model**2) / (3 * f)
-''', HINTS["checkpointing.overhead_attention"]),
-    Planted("ex07_recompute_overhead", "forward only as the base", '''
-def recompute_overhead(n_layers, segments, seq_len, d_model):
-    f = n_layers * (24 * seq_len * d_model**2 + 4 * seq_len**2 * d_model)
-    return (2 * f - segments * 8 * seq_len * d_model**2) / f
-''', HINTS["forward_only"]),
 ]
 
 # usual mistakes the checks name, planted too
