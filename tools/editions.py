@@ -88,6 +88,7 @@ _FORMULA = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
 _CODE = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"\]\(([^)\s]+)\)|(?<![(\w])(https?://[^\s)>\]]+)")
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:[.,]\d+)*")
+_PROSE_IN_FORMULA = re.compile(r"\\(text|textrm|textbf|mathrm|operatorname)\{[^{}]*\}")  # words, translated
 _MINUTES = re.compile(r"预计\s*\d+\s*分钟|深入\s*\d+\s*分钟|about \d+ minutes|optional depth \d+ minutes")
 
 
@@ -95,7 +96,7 @@ def parts(text: str) -> dict[str, Counter]:
     """What a markdown cell's two languages must hold alike: its formulas (LaTeX, whitespace aside), code spans,
     link targets, and the numbers of its prose (outside those, and outside the minutes a notebook states, which
     each edition computes from its own prose: tools/pace.py)."""
-    formulas = Counter(re.sub(r"\s+", "", a or b) for a, b in _FORMULA.findall(text))
+    formulas = Counter(re.sub(r"\s+", "", _PROSE_IN_FORMULA.sub(r"\\\1{}", a or b)) for a, b in _FORMULA.findall(text))
     rest = _FORMULA.sub(" ", text)
     code = Counter(_CODE.findall(rest))
     rest = _CODE.sub(" ", rest)
