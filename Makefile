@@ -93,7 +93,7 @@ test-fast: setup
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 release: setup
-	$(BIN)/nbgrader generate_assignment lec02 --force
+	$(BIN)/python -m tools.release
 
 grade: setup
 	$(BIN)/python -m lecture2_grader $(GRADE_ARGS)

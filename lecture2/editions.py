@@ -5,8 +5,11 @@ languages a student can take it in. docs/editions.md says how a cell holds both 
                  what it shows, JupyterLab's locale, its name in its own language
     SOURCE       the language the source is written in ("zh"): a notebook not yet translated is released in it in
                  every edition, and says so in its metadata
-    TRANSLATED   the notebooks each other edition has in its own language (extend the tuple as notebooks are
-                 translated: the release, the site and the tests read it here)
+    translated(nb, edition)  whether a source notebook has `edition`'s language: every notebook that holds its
+                 English (any cell's metadata.lecture2.en) is translated, and tests/test_editions.py holds such a
+                 notebook to an English in every cell, stamped current; one that holds none is released in the
+                 source's language in every edition, and says so (UNTRANSLATED_NOTE)
+    in_edition(nb, edition)  a source notebook as `edition` reads it (the release, the grader, the pace rule)
     of(metadata) a notebook's edition, read from its metadata as data (None: it names none, or one we lack)
     kernel_edition()  the edition of the notebook a lab kernel runs (its messages follow it)
 
@@ -36,20 +39,59 @@ EDITIONS: dict[str, Edition] = {
     "en": Edition("en", "lec02-en", "en", "en", "English"),
 }
 SOURCE = "zh"
-TRANSLATED: dict[str, tuple[str, ...]] = {
-    "en": ("01_tensors_dtypes", "02_autograd", "03_modules", "10_sharding", "11_parallel_plans"),
+KEY = "lecture2"  # a cell's and a notebook's metadata key of the course
+# Said in the first cell of a notebook an edition has not translated yet (in that edition's language).
+UNTRANSLATED_NOTE = {
+    "en": "> **Not translated yet.** This notebook is in Chinese, as the lecture is: its code, its checks and their "
+          "messages are the same as in the English notebooks, and it is graded the same way.\n\n",
 }
 ENV = "LECTURE2_EDITION"  # an edition for processes that run no notebook of their own (`make lab EDITION=en` sets it)
 
 
-def translated(edition: str, stem: str) -> bool:
-    """Whether notebook `stem` (e.g. "01_tensors_dtypes") is in `edition`'s own language."""
-    return edition == SOURCE or stem in TRANSLATED.get(edition, ())
+def _text(value: object) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
 
 
-def edition_of_notebook(edition: str, stem: str) -> str:
-    """The language a release of `edition` has notebook `stem` in: its own, or the source's (not translated yet)."""
-    return edition if translated(edition, stem) else SOURCE
+def cell_text(cell, edition: str) -> str | None:
+    """A source cell's text in `edition` (None: the cell holds none in that language)."""
+    if edition == SOURCE:
+        return _text(cell.get("source"))
+    ours = cell.get("metadata", {}).get(KEY)
+    held = ours.get(edition) if isinstance(ours, dict) else None
+    return _text(held.get("source")) if isinstance(held, dict) else None
+
+
+def translated(nb, edition: str) -> bool:
+    """Whether source notebook `nb` (a dict or nbformat node) has `edition`'s language: any of its cells holds it."""
+    return edition == SOURCE or any(cell_text(c, edition) is not None for c in nb.get("cells", []))
+
+
+def in_edition(nb, edition: str):
+    """Source notebook `nb` (changed in place and returned) as `edition` reads it: each cell's text in that
+    language where the notebook is translated, no other language kept in any cell's metadata, and the notebook's
+    metadata naming the edition it is released in (`lecture2.edition`; `lecture2.language`: the language its
+    cells are in, the source's where the notebook is not translated yet, whose first cell then says so)."""
+    if edition not in EDITIONS:
+        raise ValueError(f"no edition {edition!r}: one of {sorted(EDITIONS)}")
+    has = translated(nb, edition)
+    for cell in nb["cells"]:
+        text = cell_text(cell, edition) if has else None
+        if text is not None and edition != SOURCE:
+            cell["source"] = text
+        ours = cell.get("metadata", {}).get(KEY)
+        if isinstance(ours, dict):
+            for code in EDITIONS:
+                if code != SOURCE:
+                    ours.pop(code, None)
+            if not ours:
+                del cell["metadata"][KEY]
+    if not has and edition in UNTRANSLATED_NOTE:
+        first = next((c for c in nb["cells"] if c.get("cell_type") == "markdown"), None)
+        if first is not None:
+            first["source"] = UNTRANSLATED_NOTE[edition] + _text(first["source"])
+    nb.setdefault("metadata", {})[KEY] = {**(nb["metadata"].get(KEY) or {}), "edition": edition,
+                                         "language": edition if has else SOURCE}
+    return nb
 
 
 def of(metadata: object) -> str | None:

@@ -3,8 +3,8 @@ the catalogue's English for the English edition (lecture2.messages.hint). A chec
 only; the grader, validate and the lab show the text of that key in the student's language.
 
 tests/test_messages.py holds every key of checks.HINTS, and every key the exercises of each translated notebook
-register (lecture2.editions.TRANSLATED), to an English text here; a key here that checks.HINTS lacks fails too.
-Add a key's English here when a check gains a hint, or when a notebook joins TRANSLATED.
+register (lecture2.editions.translated), to an English text here; a key here that checks.HINTS lacks fails too.
+Add a key's English here when a check gains a hint, or when a notebook is translated.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ A cell's English lives in its metadata, `metadata.lecture2.en`:
 
 `of` and `sha` are what `stamp` saw: a change of either language without the other (and a new stamp) fails
 tests/test_editions.py, which names the cell and which side changed. Markdown cells of a translated notebook
-(lecture2.editions.TRANSLATED) all have an English; a code cell has one when its source holds Chinese (its strings
+(lecture2.editions.translated: any cell holds an English) all have an English; a code cell has one when its source holds Chinese (its strings
 and comments), and its English differs from its Chinese only in the string constants that hold Chinese and in
 comments (the same code runs in both editions: the check cells' logic, every number, every name).
 
@@ -185,24 +185,15 @@ def problems(path: Path) -> list[str]:
     return found
 
 
-def translated_paths(edition: str = KEY) -> list[Path]:
-    """The source notebooks `edition` has in its own language (lecture2.editions.TRANSLATED)."""
-    return [SOLUTIONS / f"{stem}.ipynb" for stem in editions.TRANSLATED.get(edition, ())]
+def translated_paths(edition: str = KEY, folder: Path = SOLUTIONS) -> list[Path]:
+    """The source notebooks `edition` has in its own language (lecture2.editions.translated: those holding it)."""
+    return [p for p in sorted(folder.glob("*.ipynb"))
+            if editions.translated(nbformat.read(p, as_version=4), edition)]
 
 
 def english_notebook(nb) -> nbformat.NotebookNode:
-    """`nb` (a source notebook, read) with every cell's English in place of its Chinese and no English kept
-    aside: what nbgrader's release of the English edition starts from."""
-    for cell in nb.cells:
-        text = english(cell)
-        if text is not None:
-            cell.source = text
-        ours = cell.metadata.get("lecture2")
-        if isinstance(ours, dict):
-            ours.pop(KEY, None)
-            if not ours:
-                del cell.metadata["lecture2"]
-    return nb
+    """`nb` (a source notebook, read) as the English edition reads it (lecture2.editions.in_edition)."""
+    return editions.in_edition(nb, KEY)
 
 
 def read_blocks(text: str) -> dict[str, str]:
