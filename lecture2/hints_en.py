@@ -33,17 +33,12 @@ HINTS_EN: dict[str, str] = {
     "seconds_for_days": "Off by a factor of 86400: FLOPs / (FLOP/s) gives seconds; / 3600 gives hours, and / 24 "
                         "again gives days.",
     "seconds_for_hours": "Off by a factor of 3600: seconds and hours are mixed up; the price is per GPU-hour.",
-    "gpu_count": "Off by a factor of n_gpus: the number of GPUs is missing. The total throughput is GPUs x peak x "
-                 "MFU, and the bill is GPU-hours = hours x GPUs.",
     "two_n": "Off by a factor of 3: training costs 6N FLOPs per token (2N forward + 4N backward); 2N is the forward "
              "pass only.",
     "mfu_forgotten": "MFU is missing: a GPU achieves only a fraction of its peak; the effective throughput is GPUs x "
                      "peak x MFU.",
-    "mfu_inverted": "MFU is inverted: the effective throughput is peak x MFU (a product), not peak / MFU.",
     "ceil": "Round the number of GPUs up (math.ceil): round, floor or int() give too few GPUs, and the run misses "
             "its deadline.",
-    "per_token": "Off by a factor of 1000: the cost per 1K (1,000) tokens is asked for, not per token.",
-    "per_million": "Off by a factor of 1000: the cost per 1K (1,000) tokens is asked for, not per 1M tokens.",
     "zero_grad_in_loop": "zero_grad() is inside the micro-batch loop: each call clears the gradients accumulated so "
                          "far, and only the last micro-batch's are left. Clear once, before the loop.",
     "zero_grad_missing": "No zero_grad() before starting: the stale gradients left in .grad by the previous step "
@@ -52,27 +47,6 @@ HINTS_EN: dict[str, str] = {
                      "batch's gradient: weight each micro-batch's mean loss by its share of the big batch, n_i / N.",
     "grads_cleared": ".grad was cleared: do not call zero_grad() after optimizer.step(); the gradients must stay in "
                      ".grad.",
-    "fp16_tiny_threshold": "You used tiny (the smallest normal, 2**-14) as the threshold: FP16 also has subnormals, "
-                           "down to 2**-24; only |x| <= half the smallest subnormal (2**-25) becomes 0.",
-    "fp16_subnormal_not_half": "The threshold is off by half: a number between 2**-25 and the smallest subnormal "
-                               "2**-24 rounds to 2**-24, not to 0; the threshold is 2**-25.",
-    "fp16_round_half_even": "A number exactly equal to 2**-25 lies halfway between 0 and 2**-24: round-half-to-even "
-                            "rounds it to 0, so the condition is <=, not <.",
-    "forgot_scale": "The scale is missing: GradScaler multiplies the loss (and so every gradient) by the scale "
-                    "before the backward pass in FP16.",
-    "zeros_counted": "Gradients that were zero to begin with are counted too: count only the nonzero elements "
-                     "that a cast turns into 0.",
-    "master_weights": "The parameters were cast to low precision: mixed precision keeps FP32 master weights and "
-                      "lets only the matmuls inside autocast run in BF16/FP16. Do not call model.to(torch.bfloat16).",
-    "no_autocast": "The Linear layer's output is not in low precision: run the forward pass and the loss inside "
-                   "torch.autocast(device_type=x.device.type, dtype=...).",
-    "scaler_unused": "FP16 without a GradScaler: use scaler.scale(loss).backward(), scaler.step(optimizer), "
-                     "scaler.update().",
-    "scaled_grads": "The parameters moved `scale` times too far: the gradients still carry the loss scale. Use "
-                    "scaler.step(optimizer) (it unscales first, and skips the step on inf/NaN), not "
-                    "optimizer.step().",
-    "scaler_update": "scaler.update() is missing: without it the scale neither halves after an inf nor grows after "
-                     "good steps.",
     "adam_step": "Adam's step counter is missing: one state['step'] per parameter tensor, an fp32 scalar of 4 bytes.",
     "master_weights_state": "The fp32 master weights are missing: mixed precision's optimizer states are master + m "
                             "+ v = 4 + 4 + 4 = 12 bytes/param.",
@@ -139,26 +113,6 @@ HINTS_EN: dict[str, str] = {
     "rms_output_dtype": "The output dtype must match the input's: if you compute in float(), cast back with "
                         ".to(x.dtype) at the end.",
     "no_optimizer_step": "optimizer.step() (or scaler.step) was not called: the parameters did not change.",
-    "fp16_cast_for_real": "Do not actually cast to float16: predict with the threshold from "
-                          "torch.finfo(torch.float16) (2**-25); the check compares your prediction with a real cast.",
-    "fp16_no_nonzero": "Return 0.0 when there are no nonzero elements: do not divide by 0 (0 / 0 is NaN).",
-    "precision_unknown": "An unknown precision (e.g. 'fp8') must raise ValueError, not silently train in fp32.",
-    "matmul_fma": "You counted mn(2k-1): the convention (and the FLOP counter) counts each multiply-add as 2 FLOPs, "
-                  "2mkn.",
-    "matmul_batch": "The batch dimensions are missing: every element of a batched matmul is one 2mkn.",
-    "matmul_broadcast": "The batch dimensions combine by broadcasting into the output's batch shape "
-                        "(torch.broadcast_shapes): not one side's only, and not the two multiplied.",
-    "matmul_inner": "When the inner dimensions k differ, torch.matmul raises: your function must raise ValueError "
-                    "too.",
-    "matmul_allocated": "Do not create the tensors: the FLOPs depend only on the shapes, and the check uses shapes "
-                        "too large to allocate.",
-    "attn_bt_literal": "Taking the lecture's (BT, d)×(d, BT) literally gives 2(BT)²d = 2B²T²d: attention is a "
-                       "(T, d/H)×(d/H, T) per sequence and per head, 2BT²d in all.",
-    "qkv_one_projection": "The QKV projection is three projections (Q, K, V) fused into one d → 3d matrix: "
-                          "2·BT·d·3d = 6BTd².",
-    "ffn_one_matrix": "The FFN has two matrices (up: d → 4d, down: 4d → d), 2·BT·d·4d = 8BTd² each, 16BTd² in all.",
-    "scores_t_squared": "Attention's two matmuls grow with T²: (T, d/H)×(d/H, T) and (T, T)×(T, d/H), 2BT²d over "
-                        "the B·H of them.",
     "six_n_embeddings": "An embedding is a lookup, not a matmul: the parameters of tok_emb / pos_emb (and the "
                         "norms) are not in the 6N; lm_head is.",
     "six_n_lm_head": "lm_head is missing: (BT, d)×(d, V) is a real matmul, and counts 6Vd even when it shares its "
@@ -261,4 +215,185 @@ HINTS_EN: dict[str, str] = {
     "pipeline.interleaved_at_v1": "v = 1 is plain 1F1B: a warm-up of p − s − 1 micro-batches plus the 1 being "
                                   "computed, min(p − s, m) in flight; interleaving's 2(p − s − 1) holds only for "
                                   "v > 1.",
+    "checkpointing.not_module": 'CheckpointedStack must subclass nn.Module (class CheckpointedStack(nn.Module)): then '
+                                'its instances have parameters, can .to(device), and are used like a plain stack.',
+    "checkpointing.outputs_differ": 'Each block must run exactly once, in order; when L is not divisible by segments, '
+                                    'do not drop the layers left over.',
+    "checkpointing.grads_differ": "Do not detach() a segment's input, and do not copy the blocks: checkpoint passes "
+                                  'the gradients back itself.',
+    "checkpointing.no_checkpoint": 'No checkpoint: a plain forward keeps all the activations of every layer.',
+    "checkpointing.every_layer": 'You checkpointed every layer: that keeps L layer inputs, not one per segment.',
+    "checkpointing.segments_as_length": 'segments is the number of segments, not the number of layers per segment.',
+    "checkpointing.last_segment_kept": 'The last segment is not checkpointed (as checkpoint_sequential does): all its '
+                                       'activations are kept. This exercise asks for every segment to be checkpointed.',
+    "checkpointing.reentrant": 'A full forward was recomputed: that is what use_reentrant=True does (or leaving '
+                               'use_reentrant out). Use checkpoint(..., use_reentrant=False).',
+    "checkpointing.no_recompute": 'Nothing was recomputed: it looks as if checkpoint is not used.',
+    "checkpointing.segments_range": 'segments outside 1..L (0, negative, more than the number of layers) must raise '
+                                    'ValueError, not be quietly changed into a valid number of segments.',
+    "checkpointing.cuda_peak": 'With checkpointing, the CUDA peak memory of forward + backward must be below the plain '
+                               "stack's: the forward keeps only each segment's input, and the backward recomputes one "
+                               'segment at a time.',
+    "checkpointing.memory_no_checkpoint": 'Checkpointing is not taken into account: the activations of all L layers '
+                                          'are kept.',
+    "checkpointing.memory_no_recompute": 'The segment recomputed in the backward is missing: its activations are kept '
+                                         "too, until that segment's backward is done.",
+    "checkpointing.memory_ceil": 'The longest segment has ceil(L/s) layers (rounded up), not L/s or L//s.',
+    "checkpointing.best_tie": 'On a tie, take the larger segments: the same memory, and more segments recompute less.',
+    "checkpointing.best_sqrt_l": "sqrt(L) holds only when a layer's activations A are about its input a: the best "
+                                 'number of segments is about sqrt(L*A/a).',
+    "checkpointing.best_search": 'The continuous optimum sqrt(L*A/a) is only an approximation: search the integers s = '
+                                 '1..L (ceil makes the curve a staircase), and s cannot exceed L.',
+    "cost.gpus_idea": 'The idea: the total FLOPs to do are fixed (6ND). How many FLOPs can one GPU do before the '
+                      'deadline (peak x MFU per second, for as many seconds as the deadline allows)? The GPUs needed '
+                      'are the ratio of the two, made a whole number.',
+    "cost.tokens_idea": 'The idea: money buys GPU-hours: the budget / the price per GPU-hour. How many FLOPs does one '
+                        'GPU-hour do? Each token costs 6N FLOPs. The number of GPUs only sets how long you wait, not '
+                        'the total GPU-hours.',
+    "flops.per_token_idea": 'The idea: 6 = 2 (forward: a multiply-add is 2 FLOPs) x 3 (forward + backward), for every '
+                            'weight that takes part in a matrix multiply: first count which parameters do. The two '
+                            'matrix multiplies of attention have no weights and are counted apart: start from each '
+                            "layer's forward count, add twice that for the backward, then divide by the number of "
+                            'tokens B*T.',
+    "flops.intensity_idea": 'The idea: intensity = FLOPs / bytes moved. FLOPs: how many multiply-adds this matrix '
+                            'multiply does, 2 FLOPs each; bytes: by the convention, A and B are read once and C '
+                            "written once, each matrix's elements x the bytes per element.",
+    "flops.intensity_output": 'The output is missing: C (m x n) is written back to memory too, and its bytes count '
+                              'among the bytes moved.',
+    "flops.intensity_per_element": 'The bytes per element (bytes_per_element) are not multiplied in: intensity is in '
+                                   'FLOP/byte, not FLOP/element.',
+    "flops.intensity_weights_only": "Only one matrix's bytes are counted: both inputs A and B are read and C is "
+                                    "written; when T is not small against d, the input's and output's bytes cannot be "
+                                    'neglected.',
+    "flops.ridge_idea": "The idea: write the intensity of (T x d) x (d x d); it grows with T. Solve 'intensity >= "
+                        "ridge' for a lower bound on T, then take the smallest whole number that meets it. As T grows, "
+                        'the intensity tends to a ceiling (the weights stay, the input and output grow with T): a '
+                        'ridge at or above the ceiling is never reached.',
+    "flops.ridge_weights_only": "Only the weights' d x d bytes are counted (or 'intensity ~ T' was used): the input T "
+                                'x d and the output T x d move too, and at a few hundred T they cannot be neglected.',
+    "flops.ridge_round": 'The smallest whole T whose intensity **reaches** the ridge is asked for: round the lower '
+                         'bound up (math.ceil); round or floor give a T still below the ridge.',
+    "flops.ridge_never": 'The intensity has a ceiling: as T grows it tends to d / bytes_per_element (the weights are '
+                         'read once, the input and output grow with T). When the ridge is at or above that ceiling, no '
+                         'T reaches it: return None.',
+    "flops.measured_not_derived": 'This exercise is a derivation: lecture2.measure is switched off while the check '
+                                  'calls your function. Compute from the formulas for FLOPs and bytes; do not build '
+                                  'tensors to count.',
+    "memory.params_bf16": "This recipe's model computes in bf16: the weights are 2 bytes/param; the fp32 copy is the "
+                          "master weights, counted under 'optimizer'.",
+    "memory.params_fp32": "This recipe's model is fp32: the weights are 4 bytes/param.",
+    "memory.grads_bf16": "The gradients have the model weights' dtype: a bf16 model's gradients are 2 bytes/param. The "
+                         'fp32 copy of the gradients made for the master weights during the step is freed after it '
+                         '(keeping it is the 18/20 bytes/param convention, not this recipe).',
+    "memory.grads_fp32": "The gradients have the model weights' dtype: an fp32 model's gradients are 4 bytes/param.",
+    "memory.adam_two_states": 'Adam keeps two states per parameter: the first moment m and the second moment v, each '
+                              'as large as the parameters, both in fp32.',
+    "memory.master_missing": 'In mixed precision, Adam updates an fp32 copy, the master weights: it too is a resident '
+                             "copy per parameter (4 bytes), counted under 'optimizer' with m and v.",
+    "memory.master_in_fp32_model": "An fp32 model has no master weights: Adam updates the model's own fp32 weights and "
+                                   'keeps only m and v besides.',
+    "memory.sgd_no_momentum": 'SGD without momentum keeps no state for the parameters; a momentum buffer exists only '
+                              'when momentum > 0, one per parameter.',
+    "memory.pure_bf16_no_master": 'Pure bf16 SGD has no master weights and no state: only the bf16 weights and '
+                                  'gradients.',
+    "memory.step_counters": "The convention does not count step counters: PyTorch's Adam stores a 4-byte state['step'] "
+                            "per parameter tensor, which is the library's bookkeeping, not a copy of the parameters "
+                            '(measured in the optional depth section).',
+    "memory.calculator": 'This exercise asks you to count each copy by the recipe yourself: the memory tables of the '
+                         'command-line calculator lecture2.estimate (MEMORY_RECIPES, training_memory_bytes) are not '
+                         'the answer, and are switched off during the check.',
+    "memory.recipe_unknown": "An unknown recipe (e.g. 'lion') must raise ValueError, not be quietly counted as some "
+                             'known recipe.',
+    "memory.rough_formula": "This is the lecture's rough formula (of the 20 BTd + 2 BT^2 kind): it leaves out "
+                            "RMSNorm's input and rstd and GELU's input, and counts the attention matrix for one head "
+                            'only. Count op by op: each op keeps the tensors its backward needs.',
+    "memory.rstd": "RMSNorm's rstd is missing: each RMSNorm keeps one statistic per token (fp32, 4 bytes), 2*B*T for "
+                   'the two norms.',
+    "memory.rstd_fp32": "By the convention, the per-row statistics (RMSNorm's rstd, fused attention's log-sum-exp) are "
+                        "fp32 (4 bytes), whatever the model's dtype.",
+    "memory.norm_input": "RMSNorm's backward needs its input x (not only its output): each norm keeps x (d values) and "
+                         'rstd.',
+    "memory.gelu_input": "The FFN has two (B, T, 4d) tensors: GELU's backward needs its input (the output of up), and "
+                         "down's backward needs its input (GELU's output).",
+    "memory.counted_twice": "B*T*d values too many: the block's output is not kept by this layer (the residual add "
+                            "keeps nothing; it is the next layer's norm1 input), and the attention output is proj's "
+                            'input, one tensor counted once.',
+    "memory.no_attention_matrix": 'The softmax of explicit attention keeps its output for the backward: a (T, T) per '
+                                  'head, B*H*T^2 values in all (only a fused kernel does not keep it).',
+    "memory.attention_matrix_once": 'The attention matrix is kept once: scaling and adding the mask keep nothing, and '
+                                    "the softmax's output is the very tensor weights @ v uses.",
+    "memory.kernel_extra": 'This is what PyTorch measurably keeps on the CPU: its RMSNorm also keeps x*rstd (and in a '
+                           "bf16 model keeps x in fp32). The exercise asks for the convention's count: each norm keeps "
+                           "only x (the model's dtype) and rstd (fp32).",
+    "memory.flash_no_square": 'A fused kernel does not keep the (B, H, T, T) attention matrix: that is what '
+                              'FlashAttention is for; the backward recomputes the blocks it needs from q, k, v, the '
+                              "output and each row's log-sum-exp.",
+    "memory.flash_logsumexp": 'The log-sum-exp is missing: a fused kernel keeps one fp32 per row (per token) of each '
+                              'head, of shape (B, H, T).',
+    "memory.flash_logsumexp_heads": 'The log-sum-exp is kept per head: its shape is (B, H, T), not (B, T).',
+    "timing.mean": 'It looks as if you returned the mean: one outlier pulls it up; the median is asked for.',
+    "timing.min": 'It looks as if you returned the minimum: that is the most optimistic run; the median is asked for.',
+    "timing.sum": 'It looks as if you returned the total time of the repeat calls: the time of one call (the median) '
+                  'is asked for.',
+    "timing.ms": 'It looks as if you returned milliseconds: seconds are asked for.',
+    "timing.warmup_timed": 'It looks as if the warm-up calls were timed too: warm-up calls run, untimed.',
+    "timing.no_warmup": 'The warm-up is missing: first call fn() warmup times without timing it.',
+    "timing.call_count": 'fn must be called exactly warmup + repeat times: warmup times untimed first (warmup=0: no '
+                         'warm-up, not one call more), then repeat times, each timed on its own.',
+    "timing.clock": "Time with time.perf_counter() (the check uses a fake clock to fix each call's time).",
+    "timing.clock_per_call": 'Read the clock (time.perf_counter()) after each timed fn(): one time per call, and the '
+                             'median of the repeat times.',
+    "timing.no_sync": 'CUDA kernels are launched asynchronously: after each fn() and before reading the clock, `if '
+                      'torch.cuda.is_available(): torch.cuda.synchronize()`, or you time only the launch.',
+    "timing.clock_first": 'The order is fn() -> torch.cuda.synchronize() -> time.perf_counter(): synchronize first, '
+                          'then read the clock.',
+    "timing.launch_only": 'Impossibly fast: there is no torch.cuda.synchronize() around the timing, so only the kernel '
+                          'launches were timed.',
+    "timing.course_timer": 'my_benchmark must do its own warm-up, synchronize and median, not call '
+                           "lecture2.measure.benchmark (the course's timer).",
+    "timing.mfu_idea": "Start from the idea: MFU = the model's FLOPs per second / the peak; the model's FLOPs per "
+                       'second = the FLOPs to train on one token x the tokens processed per second (tokens/s). Count a '
+                       "token's FLOPs from the weights' matrix multiplies first (notebook 05).",
+    "timing.tflops": 'Wrong unit: every quantity here is in FLOP/s, not TFLOP/s (a factor of 1e12).',
+    "timing.inverted": "The ratio is inverted: MFU = the model's FLOPs per second / peak, not peak / that.",
+    "timing.no_attention": 'The matrix multiplies between two activations in attention are missing: QK^T and AV are '
+                           "not in the weights N. A token's query does d_attn multiply-adds with each of T keys "
+                           '(2*T*d_attn FLOPs), AV as many, 4*T*d_attn per layer forward, x3 for forward + backward: '
+                           '12*T*d_attn per layer and token, 12*L*d_attn*T for L layers.',
+    "timing.attention_forward": 'The attention term counts the forward only (4*L*d_attn*T): the backward is about '
+                                'twice the forward, and forward + backward is 12*L*d_attn*T.',
+    "timing.per_sequence": "Off by a factor of T: do not multiply a token's FLOPs by the sequence length T again (that "
+                           'is per sequence); tokens/s already counts tokens.',
+    "timing.percent": 'MFU is returned as a fraction (0.4), not a percentage (40).',
+    "timing.throughput": "The tokens per second (tokens/s) are not multiplied in: the model's FLOPs per second = the "
+                         'FLOPs per token x tokens/s.',
+    "training_step.accum_idea": "The idea: the big batch's loss is the mean of all its samples' losses. Write that "
+                                "mean as a weighted sum of the micro-batches' mean losses: what share of the big batch "
+                                "is each micro-batch? Multiply each micro-batch's loss by its share before backward, "
+                                "and what .grad accumulates is the big batch's gradient.",
+    "training_step.adamw_idea": 'The idea: each parameter p keeps its own state (self.state[p]): the first moment m, '
+                                'the second moment v and the step count t; each step updates them first, then updates '
+                                'p with the bias-corrected m_hat / (sqrt(v_hat) + eps); weight decay acts on p '
+                                'directly, not through the gradient. Each param_group uses its own hyperparameters.',
+    "training_step.bias_correction": 'The bias correction is missing: m and v start at 0 and are too small in the '
+                                     'first steps; divide by 1 - beta1**t and 1 - beta2**t (t counted from 1).',
+    "training_step.l2_not_decoupled": "The weight decay was added to the gradient (g + lambda*p, Adam's L2 "
+                                      "regularization): AdamW's decay is decoupled, p <- p - lr*lambda*p, and does not "
+                                      'go through m and v.',
+    "training_step.decay_without_lr": 'The weight decay is multiplied by the learning rate: p <- p - lr*lambda*p '
+                                      "(PyTorch's AdamW), not p - lambda*p.",
+    "training_step.state_kept": 'm and v must be kept from step to step (in self.state[p]): starting from 0 at every '
+                                "step leaves only this step's gradient.",
+    "training_step.step_per_param": "The step count t belongs to each parameter (state['step']) and goes up by 1 per "
+                                    'step for each parameter; one counter for the whole optimizer, increased inside '
+                                    'the loop over parameters, runs t too fast.',
+    "training_step.param_groups": "Each param_group has its own lr and weight_decay (group['lr'] ...): do not use only "
+                                  "the constructor's defaults.",
+    "training_step.betas_swapped": 'beta1 (the first moment m) and beta2 (the second moment v) are swapped: betas = '
+                                   '(beta1, beta2).',
+    "training_step.state_dict": 'The state must live in self.state[p]: optimizer.state_dict() saves only that, and '
+                                'only then does load_state_dict() resume training from a checkpoint; m and v kept in '
+                                'another attribute are lost.',
+    "training_step.subclass": 'Subclass torch.optim.Optimizer (class AdamW(torch.optim.Optimizer)) and use its '
+                              'param_groups and state.',
 }

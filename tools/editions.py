@@ -119,11 +119,23 @@ def _differences(zh: Counter, en: Counter) -> str:
 
 # ---- what must be equal between the two languages of a code cell
 
+class _FStrings(ast.NodeTransformer):
+    """An f-string read as its words (one string constant, translated like any string that holds Chinese) and
+    its {fields} in a fixed order: a translation may move the fields within the sentence, never change them."""
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        words = "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+        fields = sorted((v for v in node.values if not isinstance(v, ast.Constant)), key=ast.dump)
+        call = ast.Call(func=ast.Name(id="__fstring__", ctx=ast.Load()), args=[ast.copy_location(ast.Constant(words), node), *fields],
+                        keywords=[])
+        return ast.copy_location(call, node)
+
+
 def code_difference(zh: str, en: str) -> str | None:
     """None when `en` is `zh`'s code with only its Chinese string constants (and comments) changed; else what
     differs. Every name, number, call and every string without Chinese must be the same: the same code runs."""
     try:
-        a, b = ast.parse(zh), ast.parse(en)
+        a, b = _FStrings().visit(ast.parse(zh)), _FStrings().visit(ast.parse(en))
     except SyntaxError as err:
         return f"does not parse: {err.msg} (line {err.lineno})"
     nodes_a, nodes_b = list(ast.walk(a)), list(ast.walk(b))
@@ -170,7 +182,7 @@ def problems(path: Path) -> list[str]:
         if changed:
             found.append(f"{path.name} {name}: its {' and '.join(changed)} changed since its English was stamped: "
                          f"make the other language say the same, then `python -m tools.editions stamp "
-                         f"{path.relative_to(ROOT)} {name}`")
+                         f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} {name}`")
         if CJK.search(text) and GLOSSARY not in cell.metadata.get("tags", []):
             found.append(f"{path.name} {name}: Chinese left in its English: {CJK.search(text).group()!r}")
         if cell.cell_type == "markdown":

@@ -1,0 +1,50 @@
+"""Messages from one catalogue in both languages (issue 41): every key of lecture2.messages and
+lecture2_grader.messages in every edition's language with the same {fields}; every usual mistake's hint
+(lecture2.checks.HINTS, with every hint an exercise module registers) in English, and no English for a hint that is
+gone; a failed check's fixed words in the English edition."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import string
+
+import pytest
+
+from lecture2 import checks, editions, exercises, messages
+from lecture2.hints_en import HINTS_EN
+from lecture2_grader import messages as grader_messages
+
+for _module in pkgutil.iter_modules(exercises.__path__):  # each registers its hints as it is imported
+    importlib.import_module(f"lecture2.exercises.{_module.name}")
+
+
+def _fields(text: str) -> list[str]:
+    return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+
+
+@pytest.mark.parametrize("table", [messages.MESSAGES, grader_messages.MESSAGES], ids=["lecture2", "lecture2_grader"])
+def test_every_message_in_every_language_with_the_same_fields(table):
+    for key, texts in table.items():
+        assert set(texts) == set(editions.EDITIONS), (key, sorted(texts))
+        assert all(t.strip() for t in texts.values()), key
+        fields = {lang: _fields(t) for lang, t in texts.items()}
+        assert len({tuple(f) for f in fields.values()}) == 1, (key, fields)
+        assert not [t for lang, t in texts.items() if lang != "zh" and re.search(
+            r"[\u3400-\u9fff\uff00-\uffef\u3000-\u303f]", t)], (key, "Chinese in another language's text")
+
+
+def test_every_hint_has_its_english_and_no_english_is_left_over():
+    assert sorted(set(checks.HINTS) - set(HINTS_EN)) == [], "hints without English: add them to lecture2.hints_en"
+    assert sorted(set(HINTS_EN) - set(checks.HINTS)) == [], "English for hints that are gone: remove them"
+    for key, text in HINTS_EN.items():
+        assert _fields(text) == _fields(checks.HINTS[key]), key
+        assert messages.hint(key, "en") == text and messages.hint(key, "zh") == checks.HINTS[key]
+
+
+def test_a_failed_check_reads_in_english_in_the_english_edition():
+    key = next(iter(HINTS_EN))
+    zh = f"weight_memory(...): 期望 (expected) 8，得到 (got) 64。\n提示 (hint): {checks.HINTS[key]}"
+    en = messages.localize(zh, "en", key)
+    assert en == f"weight_memory(...): expected 8, got 64.\nhint: {HINTS_EN[key]}"
+    assert messages.localize(zh, "zh", key) == zh
