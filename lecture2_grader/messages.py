@@ -23,6 +23,53 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": '# YOUR CODE HERE (在这里写你的代码)\nraise NotImplementedError("练习还没有完成 (not implemented yet)")',
         "en": '# YOUR CODE HERE\nraise NotImplementedError("exercise not implemented yet")'},
     "release.text_stub": {"zh": "在这里写你的答案 (YOUR ANSWER HERE)", "en": "YOUR ANSWER HERE"},
+    # a test cell's status (the feedback page, make validate)
+    "status.passed": {"zh": "通过 (passed)", "en": "passed"},
+    "status.partial": {"zh": "部分通过 (partial)", "en": "partly passed"},
+    "status.failed": {"zh": "没有通过 (failed)", "en": "failed"},
+    "status.not implemented": {"zh": "还没有完成 (not implemented)", "en": "not implemented yet"},
+    "status.timeout": {"zh": "超时 (timed out)", "en": "timed out"},
+    "status.not run": {"zh": "没有运行 (not run)", "en": "not run"},
+    "status.error": {"zh": "检查出错 (the check raised)", "en": "the check raised"},
+    # the grader's lines under a test cell (lecture2_grader.feedback)
+    "lines.share": {"zh": "{points}/{max_points} 分", "en": "{points}/{max_points} points"},
+    "lines.points": {"zh": "{points}/{max_points} 分 (points)", "en": "{points}/{max_points} points"},
+    "lines.visible_points": {"zh": "{points}/{visible} 分 (points) in the visible checks, of {max_points}",
+                             "en": "{points}/{visible} points in the visible checks, of {max_points}"},
+    "lines.hidden": {"zh": "隐藏检查 (hidden checks)", "en": "hidden checks"},
+    "lines.expected": {"zh": "期望 (expected) {want}", "en": "expected {want}"},
+    "lines.got": {"zh": "，得到 (got) {got}", "en": ", got {got}"},
+    "lines.ratio": {"zh": "比值 ratio got/expected = {ratio}", "en": "ratio got/expected = {ratio}"},
+    "lines.difference": {"zh": "差 difference = {difference}", "en": "difference = {difference}"},
+    "lines.join": {"zh": "，", "en": ", "},
+    "lines.hint": {"zh": "提示 (hint): {hint}", "en": "hint: {hint}"},
+    # the feedback page
+    "page.title": {"zh": "评分反馈 (feedback): {stem}", "en": "Feedback: {stem}"},
+    "page.score": {"zh": "得分 (score)", "en": "Score"},
+    "page.test_cell": {"zh": "检查 (test cell)", "en": "Test cell"},
+    "page.points": {"zh": "分数 (points)", "en": "Points"},
+    "page.status": {"zh": "结果 (status)", "en": "Status"},
+    "page.problems": {"zh": "评分时发现 (found while grading):", "en": "Found while grading:"},
+    "page.notices": {"zh": "评分怎样读你的 notebook (how the grader read your notebook):",
+                     "en": "How the grader read your notebook:"},
+    "page.cell_raised": {"zh": "你的答案单元格出错 (your answer cell raised): {ename}{where}",
+                         "en": "Your answer cell raised: {ename}{where}"},
+    "page.line": {"zh": " (第 {line} 行)", "en": " (line {line})"},
+    # make validate (lecture2_grader.validate)
+    "validate.score": {"zh": "{stem}: {score}/{visible} 分 (points) in the visible checks, of {max_score} in all "
+                             "(隐藏检查 hidden checks run when your instructor grades)",
+                       "en": "{stem}: {score}/{visible} points in the visible checks, of {max_score} in all "
+                             "(the hidden checks run when your instructor grades)"},
+    "validate.not_ours": {"zh": "{name}: 不是这门课的 notebook (not a notebook of this assignment: no release notebook "
+                                "of that name)",
+                          "en": "{name}: not a notebook of this assignment (no release notebook of that name)"},
+    "validate.no_file": {"zh": "{name}: 没有这个文件 (no such file)", "en": "{name}: no such file"},
+    "validate.large": {
+        "zh": "这个 notebook 有 {mb} MB，几乎都是保存下来的输出 (saved outputs: plots, logs)。评分只读取单元格的源代码 (cell "
+              "sources)，输出不会被读取，也不影响分数 (harmless)；想让文件小一些，可以先 Edit > Clear Outputs of All Cells 再保存。",
+        "en": "This notebook is {mb} MB, nearly all of it saved outputs (plots, logs). Grading reads only the cells' "
+              "sources: the outputs are not read and change no points; to make the file smaller, use Edit > Clear "
+              "Outputs of All Cells, then save."},
 }
 
 
