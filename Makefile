@@ -1,9 +1,10 @@
 # One entry point for students, instructors and CI. Every target sets up .venv first if needed.
-#   make lab        set up, then open JupyterLab on notebooks/
+#   make lab        set up, then open JupyterLab on notebooks/lec02 (the Chinese edition, the lab in Chinese);
+#                   EDITION=en: notebooks/lec02-en, the English edition, the lab in English (also for validate, handin)
 #   make env        set up, then print what this machine has (device, dtypes, the peak FLOP/s that applies)
 #   make test       set up, then run the whole test suite (what CI runs): unit tests + nbval of solutions/
 #   make test-fast  set up, then run the unit tests only (no notebooks, no nbgrader): under a minute
-#   make release    regenerate notebooks/ (the student release) from solutions/
+#   make release    regenerate notebooks/ (the student release, both editions: lec02, lec02-en) from solutions/
 #   make grade      grade every submission under submitted/ in bubblewrap sandboxes, write feedback/ and grades.csv
 #   make validate   check a notebook as the grader will (NOTEBOOK=notebooks/lec02/NAME.ipynb; default: all)
 #   make collect    merge an LMS download into submitted/, notebook by notebook (ZIP="submissions.zip late.zip";
@@ -73,8 +74,17 @@ endif
 # option, the lab encrypts that traffic, and ipykernel no longer warns at every kernel start that it is plain text.
 LAB_ENCRYPTION = $(shell $(BIN)/python -c 'import zmq; from jupyter_server.services.kernels.kernelmanager import MappingKernelManager as M; print("--MappingKernelManager.transport_encryption=auto" if zmq.has("curve") and M.class_traits().get("transport_encryption") else "")' 2>/dev/null)
 
+# The edition: EDITION=en opens the English one (notebooks/lec02-en) in JupyterLab's English; the default, the
+# Chinese one (notebooks/lec02) in its Simplified Chinese (jupyterlab-language-pack-zh-CN: menus, the Assignments
+# tab). `python -m lecture2.lab` sets the lab's language (its translation setting, kept per edition under
+# $(VENV)/lab-settings/) and names the folder; the kernels know the edition (LECTURE2_EDITION) for what lecture2 says.
+EDITION ?= zh
+LAB_SETTINGS = $(CURDIR)/$(VENV)/lab-settings/$(EDITION)
+
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ENCRYPTION) $(LAB_ARGS)
+	folder=$$($(BIN)/python -m lecture2.lab $(EDITION) $(LAB_SETTINGS)) && \
+	JUPYTERLAB_SETTINGS_DIR=$(LAB_SETTINGS) LECTURE2_EDITION=$(EDITION) \
+	$(BIN)/jupyter lab --notebook-dir=notebooks/$$folder $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ENCRYPTION) $(LAB_ARGS)
 
 env: setup
 	$(BIN)/python -m lecture2 env
@@ -106,9 +116,9 @@ export: setup
 	$(BIN)/python -m lecture2_grader.export
 
 handin: setup
-	$(BIN)/python -m lecture2_grader.handin $(if $(STUDENT),--student "$(STUDENT)")
+	$(BIN)/python -m lecture2_grader.handin --edition $(EDITION) $(if $(STUDENT),--student "$(STUDENT)")
 
-NOTEBOOK ?= $(wildcard notebooks/lec02/*.ipynb)
+NOTEBOOK ?= $(wildcard notebooks/$(if $(filter en,$(EDITION)),lec02-en,lec02)/*.ipynb)
 validate: setup
 	$(BIN)/python -m lecture2_grader.validate $(NOTEBOOK)
 

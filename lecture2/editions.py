@@ -133,9 +133,10 @@ def kernel_edition() -> str:
     """The edition of the notebook this process runs for: in a Jupyter kernel the server names the notebook
     (JPY_SESSION_NAME, its path) and its metadata says the edition; else $LECTURE2_EDITION; else SOURCE."""
     session = os.environ.get("JPY_SESSION_NAME", "")
-    if session.endswith(".ipynb"):
-        found = of_file(Path(session))
-        if found:
-            return found
+    if session.endswith(".ipynb"):  # the server's path of the notebook: absolute, or relative to its root
+        for path in (Path(session), Path.cwd() / Path(session).name):
+            found = of_file(path)
+            if found:
+                return found
     env = os.environ.get(ENV, "")
     return env if env in EDITIONS else SOURCE

@@ -55,6 +55,22 @@ MESSAGES: dict[str, dict[str, str]] = {
     "page.cell_raised": {"zh": "你的答案单元格出错 (your answer cell raised): {ename}{where}",
                          "en": "Your answer cell raised: {ename}{where}"},
     "page.line": {"zh": " (第 {line} 行)", "en": " (line {line})"},
+    # make handin (lecture2_grader.handin)
+    "handin.validating": {"zh": "检查每个 notebook (validating each notebook) ...", "en": "validating each notebook ..."},
+    "handin.save_again": {"zh": "{head} — 保存后再试一次 (save it from Jupyter again)",
+                          "en": "{head} — save it from Jupyter again"},
+    "handin.written": {"zh": "已写好 (written): {out} — {count} notebooks. 把这个 zip 交到课程网站 (upload this zip to the "
+                             "LMS assignment)",
+                       "en": "written: {out} — {count} notebooks. Upload this zip to the course's LMS assignment"},
+    "handin.by_mail": {"zh": "; by e-mail or a shared folder: make handin STUDENT=your-id",
+                       "en": "; by e-mail or a shared folder: make handin STUDENT=your-id"},
+    "handin.bad_student": {"zh": "--student {student}: 只能用字母、数字和 _.@+- (use letters, digits and _.@+- only, e.g. "
+                                 "your student number)",
+                           "en": "--student {student}: use letters, digits and _.@+- only (e.g. your student number)"},
+    "handin.no_notebooks": {"zh": "{folder} 里没有 notebook (no notebooks in {folder})", "en": "no notebooks in {folder}"},
+    # the hub's Validate button (lecture2_hub.validate_button)
+    "button.timeout": {"zh": "检查超时 (validation took more than {seconds} s)",
+                       "en": "validation took more than {seconds} s"},
     # make validate (lecture2_grader.validate)
     "validate.score": {"zh": "{stem}: {score}/{visible} 分 (points) in the visible checks, of {max_score} in all "
                              "(隐藏检查 hidden checks run when your instructor grades)",
