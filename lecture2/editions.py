@@ -69,7 +69,7 @@ def translated(nb, edition: str) -> bool:
 def in_edition(nb, edition: str):
     """Source notebook `nb` (changed in place and returned) as `edition` reads it: each cell's text in that
     language where the notebook is translated, no other language kept in any cell's metadata, and the notebook's
-    metadata naming the edition it is released in (`lecture2.edition`; `lecture2.language`: the language its
+    metadata naming the edition it is released in (`metadata["lecture2"]["edition"]`; `["language"]`: the language its
     cells are in, the source's where the notebook is not translated yet, whose first cell then says so). A notebook
     whose metadata already names an edition (a release) is returned as it is."""
     if edition not in EDITIONS:

@@ -181,7 +181,8 @@ def page(nb: Notebook, release_path: Path, result: NotebookResult, answers: dict
             body.append(f"<pre class='result{bad}'>{html(result_line(test, exercise, lang), 20_000)}</pre>")
         else:
             body.append(f"<pre>{html(cell.source, 100_000)}</pre>")
-    return (f"<!doctype html><html lang='{EDITIONS[lang].lang}'><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
+    return (f"<!doctype html><html lang='{EDITIONS[lang].lang}'><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width'>"
             f"<title>{html(nb.stem)} — feedback</title><style>{CSS}</style><body>" + "\n".join(body) + "</body></html>")
 
 

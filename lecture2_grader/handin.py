@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         status, _ = validate_all(paths, lang)
     out = args.out or Path.cwd() / zip_name(student)
     names = write(folder, out, student)
-    print("\n" + say("handin.written", lang, out=out, count=len(names)) + ("" if student else say("handin.by_mail", lang)))
+    print("\n" + say("handin.written", lang, out=out, count=len(names))
+          + ("" if student else say("handin.by_mail", lang)))
     return status
 
 

@@ -20,7 +20,7 @@ for _module in pkgutil.iter_modules(exercises.__path__):  # each registers its h
 
 
 def _fields(text: str) -> list[str]:
-    return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+    return sorted({name for _, name, _, _ in string.Formatter().parse(text) if name is not None})
 
 
 @pytest.mark.parametrize("table", [messages.MESSAGES, grader_messages.MESSAGES], ids=["lecture2", "lecture2_grader"])

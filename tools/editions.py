@@ -14,9 +14,10 @@ A cell's English lives in its metadata, `metadata.lecture2.en`:
 
 `of` and `sha` are what `stamp` saw: a change of either language without the other (and a new stamp) fails
 tests/test_editions.py, which names the cell and which side changed. Markdown cells of a translated notebook
-(lecture2.editions.translated: any cell holds an English) all have an English; a code cell has one when its source holds Chinese (its strings
-and comments), and its English differs from its Chinese only in the string constants that hold Chinese and in
-comments (the same code runs in both editions: the check cells' logic, every number, every name).
+(lecture2.editions.translated: any cell holds an English) all have an English; a code cell has one when its
+source holds Chinese (its strings and comments), and its English differs from its Chinese only in the string
+constants that hold Chinese and in comments (the same code runs in both editions: the check cells' logic, every
+number, every name).
 
 The English release is made by nbgrader like the Chinese one (lecture2_grader.nbgrader_hooks.ChooseEdition puts
 each cell's English in place before nbgrader's own preprocessors clear solutions and hidden tests).
@@ -126,8 +127,8 @@ class _FStrings(ast.NodeTransformer):
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
         words = "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
         fields = sorted((v for v in node.values if not isinstance(v, ast.Constant)), key=ast.dump)
-        call = ast.Call(func=ast.Name(id="__fstring__", ctx=ast.Load()), args=[ast.copy_location(ast.Constant(words), node), *fields],
-                        keywords=[])
+        constant = ast.copy_location(ast.Constant(words), node)
+        call = ast.Call(func=ast.Name(id="__fstring__", ctx=ast.Load()), args=[constant, *fields], keywords=[])
         return ast.copy_location(call, node)
 
 
