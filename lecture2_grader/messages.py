@@ -1,10 +1,10 @@
-"""What the grader, the hub and the command lines say, in each edition's language (lecture2.editions): one keyed
-table like lecture2.messages, each message once per language, held by tests/test_messages.py to both languages
-with the same {fields}.
+"""What the grader, the hub and the command lines say to students, in each edition's language: one keyed table.
+
+Like lecture2.messages, each message once per language (lecture2.editions), held by tests/test_messages.py to both
+languages with the same {fields}.
 
     say(key, lang, **fields)   MESSAGES[key] in `lang`, its {fields} filled in
-    course_language(course)    the course's language for its instructors (c.Lecture2Grader.language in
-                               nbgrader_config.py; default: the source's, Chinese)
+    (the course's language for its instructors: lecture2_grader.intake.course_language, c.Lecture2Grader.language)
     student_language(path)     a student's language: the edition their notebook names (read from the file as
                                data, only ever one of the known editions; the course's language otherwise)
 
@@ -55,6 +55,12 @@ MESSAGES: dict[str, dict[str, str]] = {
     "page.cell_raised": {"zh": "你的答案单元格出错 (your answer cell raised): {ename}{where}",
                          "en": "Your answer cell raised: {ename}{where}"},
     "page.line": {"zh": " (第 {line} 行)", "en": " (line {line})"},
+    # the class report and mistakes.csv (lecture2_grader.classreport): what a failed group shows without a hint
+    "report.timeout": {"zh": "超时 (timeout): 检查在时间限制内没有结束", "en": "timeout: the check did not end within its time"},
+    "report.not_run": {"zh": "没有运行 (not run): notebook 在这项检查之前就停了",
+                       "en": "not run: the notebook stopped before this check"},
+    "report.raised": {"zh": "答案抛出了异常 (the answer raised an exception)", "en": "the answer raised an exception"},
+    "report.no_hint": {"zh": "没有匹配到常见错误 (no usual mistake matched)", "en": "no usual mistake matched"},
     # make handin (lecture2_grader.handin)
     "handin.validating": {"zh": "检查每个 notebook (validating each notebook) ...", "en": "validating each notebook ..."},
     "handin.save_again": {"zh": "{head} — 保存后再试一次 (save it from Jupyter again)",
@@ -92,19 +98,6 @@ MESSAGES: dict[str, dict[str, str]] = {
 def say(key: str, lang: str, **fields: object) -> str:
     """Message `key` in `lang` (a KeyError names a key or language the catalogue lacks: a bug of the course)."""
     return MESSAGES[key][lang].format(**fields) if fields else MESSAGES[key][lang]
-
-
-def course_language(course: Path | None = None) -> str:
-    """The course's language (c.Lecture2Grader.language in course/nbgrader_config.py), one of the editions."""
-    if course is None:
-        return editions.SOURCE
-    try:
-        from .intake import read_settings
-
-        language = read_settings(course).get("language")
-    except (OSError, SystemExit, ValueError):
-        return editions.SOURCE
-    return language if language in editions.EDITIONS else editions.SOURCE
 
 
 def student_language(path: Path, default: str = editions.SOURCE) -> str:

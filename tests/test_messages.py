@@ -48,3 +48,22 @@ def test_a_failed_check_reads_in_english_in_the_english_edition():
     en = messages.localize(zh, "en", key)
     assert en == f"weight_memory(...): expected 8, got 64.\nhint: {HINTS_EN[key]}"
     assert messages.localize(zh, "zh", key) == zh
+
+
+def test_the_class_report_gives_the_hints_in_the_courses_language(tmp_path):
+    """The instructors' language is a setting (c.Lecture2Grader.language, nbgrader_config.py): mistakes.csv and the
+    class report give each usual mistake's hint, and what a group without one shows, in it."""
+    from lecture2_grader import classreport, intake
+
+    groups = [{"group": "g", "passed": False, "status": "failed", "hint_key": "bits_for_bytes",
+               "hint": checks.HINTS["bits_for_bytes"]}, {"group": "h", "passed": False, "status": "timeout"}]
+    results = {"ana": {"01": {"state": "graded", "tests": [{"grade_id": "t", "status": "failed", "groups": groups}]}}}
+    rows, _ = classreport.mistakes(results, "en")
+    assert {r["hint"] for r in rows} == {HINTS_EN["bits_for_bytes"], grader_messages.say("report.timeout", "en")}
+    rows, _ = classreport.mistakes(results)
+    assert {r["hint"] for r in rows} == {checks.HINTS["bits_for_bytes"], grader_messages.say("report.timeout", "zh")}
+    assert intake.course_language(tmp_path) == "zh"
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Lecture2Grader.language = 'en'\n")
+    assert intake.course_language(tmp_path) == "en"
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Lecture2Grader.language = 'fr'\n")
+    assert intake.course_language(tmp_path) == "zh"
