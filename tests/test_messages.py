@@ -67,3 +67,31 @@ def test_the_class_report_gives_the_hints_in_the_courses_language(tmp_path):
     assert intake.course_language(tmp_path) == "en"
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Lecture2Grader.language = 'fr'\n")
     assert intake.course_language(tmp_path) == "zh"
+
+
+def test_the_lab_shows_a_failed_check_in_the_notebooks_language(monkeypatch):
+    """In a kernel of an English-edition notebook, a failed check's message reads in English (lecture2.lab: IPython's
+    own hook for an exception type); the check decided the same; in the Chinese edition nothing is installed."""
+    from lecture2 import lab, predict
+
+    class Shell:
+        handler = None
+
+        def set_custom_exc(self, types, handler):
+            self.handler = handler
+
+        def showtraceback(self, exc_tuple, tb_offset=None):
+            self.shown = exc_tuple[1]
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setenv(editions.ENV, "zh")
+    assert lab.install(Shell()) is None
+    monkeypatch.setenv(editions.ENV, "en")
+    shell = Shell()
+    assert lab.install(shell) == "en"
+    failed = checks.CheckFailed("tensor_bytes((2, 3), torch.float32): 期望 (expected) 24，得到 (got) 192",
+                                hint_key="bits_for_bytes", what="tensor_bytes", want=24, got="192")
+    shell.handler(shell, checks.CheckFailed, failed, None)
+    assert str(shell.shown) == "tensor_bytes((2, 3), torch.float32): expected 24, got 192"
+    assert shell.shown.hint_key == "bits_for_bytes" and shell.shown.want == 24
+    assert predict.line(None, 3.0, "x", "en").startswith("x: measured 3")
