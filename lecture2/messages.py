@@ -42,6 +42,45 @@ MESSAGES: dict[str, dict[str, str]] = {
     "check.not_implemented": {"zh": "⏳ 练习 {name} 还没有完成 (not implemented yet)：填写上面的函数后再运行这个检查。",
                               "en": "⏳ exercise {name} not implemented yet: fill in the function above, then run "
                                     "this check again."},
+    # `python -m lecture2 estimate`'s refusals (lecture2.cli_estimate), in the edition of the lab it runs beside
+    "cli.error": {"zh": "{prog}: 错误 (error): {message}\n  例如 (for example): {prog} ... {example}\n"
+                        "  全部选项 (all options): {prog} --help\n",
+                  "en": "{prog}: error: {message}\n  for example: {prog} ... {example}\n  all options: {prog} --help\n"},
+    "cli.number": {"zh": "{what} 应是一个数 (must be a number), got {text}", "en": "{what} must be a number, got {text}"},
+    "cli.finite": {"zh": "{what} 应是有限的数 (must be finite), got {text}", "en": "{what} must be finite, got {text}"},
+    "cli.whole": {"zh": "{what} 应是整数 (must be a whole number), got {text}",
+                  "en": "{what} must be a whole number, got {text}"},
+    "cli.bound": {"zh": "{what} 应 {bound} ({what} must be {bound}), got {text}", "en": "{what} must be {bound}, got {text}"},
+    "cli.fraction": {"zh": "{what} 是峰值的比例 (is a fraction of peak and must be in (0, 1]), got {text}",
+                     "en": "{what} is a fraction of peak and must be in (0, 1], got {text}"},
+    "cli.unknown_gpu": {"zh": "未知的 GPU (unknown GPU {text}); known GPUs: {known}",
+                        "en": "unknown GPU {text}; known GPUs: {known}"},
+    "cli.unknown_model": {"zh": "未知的模型 (unknown model {text}); known models: {known}; or --config config.json",
+                          "en": "unknown model {text}; known models: {known}; or --config config.json"},
+    "cli.unknown_cluster": {"zh": "未知的集群 (unknown cluster {text}); known clusters: {known}",
+                            "en": "unknown cluster {text}; known clusters: {known}"},
+    "cli.shape_missing": {"zh": "a shape by flags needs {missing} too (用标志给出形状时还缺这些)",
+                          "en": "a shape by flags needs {missing} too"},
+    "cli.no_cluster": {"zh": "no cluster row has the GPU {gpu} (没有这种 GPU 的集群); pass --cluster ({known})",
+                       "en": "no cluster row has the GPU {gpu}; pass --cluster ({known})"},
+    "cli.batch_both": {"zh": "give --global-batch (sequences) or --batch-tokens (tokens), not both (二者选一)",
+                       "en": "give --global-batch (sequences) or --batch-tokens (tokens), not both"},
+    "cli.batch_whole": {"zh": "--batch-tokens ({tokens}) 应是 --seq ({seq}) 的整数倍 (must be a whole number of "
+                              "sequences: e.g. {example})",
+                        "en": "--batch-tokens ({tokens}) must be a whole number of --seq ({seq}) sequences: e.g. "
+                              "{example}"},
+    "cli.layout": {"zh": "{message} (布局不成立: this layout cannot exist)", "en": "{message} (this layout cannot exist)"},
+    "cli.gpu_cluster": {"zh": "--gpu {gpu} 和 --cluster {cluster} 不一致 (disagree): its nodes hold {holds}; drop --gpu, "
+                              "or pass --cluster with a row of {gpu} ({rows})",
+                        "en": "--gpu {gpu} and --cluster {cluster} disagree: its nodes hold {holds}; drop --gpu, or "
+                              "pass --cluster with a row of {gpu} ({rows})"},
+    "cli.params": {"zh": "the following arguments are required: --params (or --model, --config, --layers ...) "
+                         "(需要模型的大小)",
+                   "en": "the following arguments are required: --params (or --model, --config, --layers ...)"},
+    "cli.search": {"zh": "--search needs --model, --config or shape flags (a shape to lay out; 需要模型的形状)",
+                   "en": "--search needs --model, --config or shape flags (a shape to lay out)"},
+    "cli.none_fits": {"zh": "No layout of {name} fits on {gpus} GPUs with this batch (没有放得下的布局).",
+                      "en": "No layout of {name} fits on {gpus} GPUs with this batch."},
 }
 
 # The fixed words of lecture2.checks' and lecture2.exercises' messages (built in Chinese) and their English, applied

@@ -95,3 +95,19 @@ def test_the_lab_shows_a_failed_check_in_the_notebooks_language(monkeypatch):
     assert str(shell.shown) == "tensor_bytes((2, 3), torch.float32): expected 24, got 192"
     assert shell.shown.hint_key == "bits_for_bytes" and shell.shown.want == 24
     assert predict.line(None, 3.0, "x", "en").startswith("x: measured 3")
+
+
+@pytest.mark.parametrize("edition, expected", [("en", "--params must be a number, got 'seven'"),
+                                               ("zh", "--params 应是一个数 (must be a number), got 'seven'")])
+def test_the_command_lines_refusals_follow_the_edition(monkeypatch, capsys, edition, expected):
+    """`python -m lecture2 estimate` beside an English lab (LECTURE2_EDITION=en, `make lab EDITION=en`) refuses in
+    English; beside the Chinese one in Chinese with the English."""
+    from lecture2 import cli
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setenv(editions.ENV, edition)
+    with pytest.raises(SystemExit) as err:
+        cli.main(["estimate", "--params", "seven", "--tokens", "2e12"])
+    said = capsys.readouterr().err
+    assert err.value.code == 2 and expected in said, said
+    assert ("for example:" in said) == (edition == "en")
