@@ -162,7 +162,7 @@ def _page(results, rows, tally, table, stems, maxima, figures, predicted=(), lan
         out += [f"<h2>{html(title)}</h2>", f"<img src='{name}' width='{width}' alt='{html(title)}'>"]
     out += _students(table, stems, maxima)
     out += _pass_rates(tally)
-    out += _mistakes(rows, tally)
+    out += _mistakes(rows, tally, lang)
     out += predicted
     flagged = [(s, stem, "; ".join(nb.get("findings") or [])) for s, nbs in sorted(results.items())
                for stem, nb in sorted(nbs.items()) if nb.get("findings")]
@@ -230,7 +230,7 @@ def _pass_rates(tally) -> list[str]:
     return out
 
 
-def _mistakes(rows, tally) -> list[str]:
+def _mistakes(rows, tally, lang: str = SOURCE) -> list[str]:
     out = ["<h2>Usual mistakes, most frequent first (attempted work only)</h2>",
            "<table><tr><th>notebook / test cell</th><th>group</th><th>mistake: the hint students read</th>"
            "<th>students</th><th>who</th></tr>"]

@@ -58,8 +58,9 @@ def test_the_class_report_gives_the_hints_in_the_courses_language(tmp_path):
     groups = [{"group": "g", "passed": False, "status": "failed", "hint_key": "bits_for_bytes",
                "hint": checks.HINTS["bits_for_bytes"]}, {"group": "h", "passed": False, "status": "timeout"}]
     results = {"ana": {"01": {"state": "graded", "tests": [{"grade_id": "t", "status": "failed", "groups": groups}]}}}
-    rows, _ = classreport.mistakes(results, "en")
+    rows, tally = classreport.mistakes(results, "en")
     assert {r["hint"] for r in rows} == {HINTS_EN["bits_for_bytes"], grader_messages.say("report.timeout", "en")}
+    assert "<span lang='en'>" in "".join(classreport._mistakes(rows, tally, "en"))
     rows, _ = classreport.mistakes(results)
     assert {r["hint"] for r in rows} == {checks.HINTS["bits_for_bytes"], grader_messages.say("report.timeout", "zh")}
     assert intake.course_language(tmp_path) == "zh"
