@@ -19,6 +19,7 @@ grader reads it from the file, like a prediction, to choose the language of what
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -133,10 +134,19 @@ def kernel_edition() -> str:
     """The edition of the notebook this process runs for: in a Jupyter kernel the server names the notebook
     (JPY_SESSION_NAME, its path) and its metadata says the edition; else $LECTURE2_EDITION; else SOURCE."""
     session = os.environ.get("JPY_SESSION_NAME", "")
-    if session.endswith(".ipynb"):  # the server's path of the notebook: absolute, or relative to its root
-        for path in (Path(session), Path.cwd() / Path(session).name):
-            found = of_file(path)
-            if found:
-                return found
+    found = _session_edition(session, str(Path.cwd())) if session.endswith(".ipynb") else None
+    if found:
+        return found
     env = os.environ.get(ENV, "")
     return env if env in EDITIONS else SOURCE
+
+
+@functools.lru_cache(maxsize=8)
+def _session_edition(session: str, cwd: str) -> str | None:
+    """The edition of the kernel's notebook, read once per kernel (a notebook keeps its edition): the server's path
+    of it, absolute or relative to its root (the kernel runs in the notebook's folder)."""
+    for path in (Path(session), Path(cwd) / Path(session).name):
+        found = of_file(path)
+        if found:
+            return found
+    return None

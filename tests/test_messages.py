@@ -112,3 +112,13 @@ def test_the_command_lines_refusals_follow_the_edition(monkeypatch, capsys, edit
     said = capsys.readouterr().err
     assert err.value.code == 2 and expected in said, said
     assert ("for example:" in said) == (edition == "en")
+
+
+def test_a_check_cell_says_passed_in_the_notebooks_language(monkeypatch, capsys):
+    """What a check cell prints in the lab (passed, not implemented yet) is in the kernel's edition's language."""
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    for edition, passed in (("en", "✅ demo: all checks passed"), ("zh", "✅ demo: 检查通过 (all checks passed)")):
+        monkeypatch.setenv(editions.ENV, edition)
+        with checks.exercise("demo"):
+            pass
+        assert capsys.readouterr().out.strip() == passed
