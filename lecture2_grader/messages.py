@@ -77,6 +77,42 @@ MESSAGES: dict[str, dict[str, str]] = {
     # the hub's Validate button (lecture2_hub.validate_button)
     "button.timeout": {"zh": "检查超时 (validation took more than {seconds} s)",
                        "en": "validation took more than {seconds} s"},
+    # how the grader read a student's notebook (lecture2_grader.advice: make validate, the feedback page)
+    "advice.and_more": {"zh": " 等 {count} 个 (and more)", "en": " and more ({count} in all)"},
+    "advice.many_skipped": {"zh": "你自己的单元格中有 {count} 个评分时没有运行 (of your own cells, {count} were not run by the "
+                                  "grader)；下面是前 {named} 个 (the first {named})。",
+                            "en": "Of your own cells, {count} were not run by the grader; the first {named}:"},
+    "advice.risk_unknown": {"zh": "如果你的答案依赖它的效果，相关检查会失分 (points at stake if your answers depend on it)",
+                            "en": "points are at stake if your answers depend on what it does"},
+    "advice.risk": {"zh": "你的答案读取了 (your answers read) {names}：如果它们依赖这个单元格的效果，相关检查会失分 (points at "
+                          "stake)。把需要的定义移进答案单元格或只做定义的单元格 (move what they need into an answer cell or a "
+                          "cell that only defines things)",
+                    "en": "your answers read {names}: points are at stake if they depend on what this cell does. Move "
+                          "what they need into an answer cell or a cell that only defines things"},
+    "advice.harmless": {"zh": "你的答案没有读取它改动的名字，不影响分数 (harmless: your answers read nothing it touches)",
+                        "en": "harmless: your answers read nothing it touches"},
+    "advice.touches": {"zh": "；它改动的名字 (names it touches): {names}", "en": "; names it touches: {names}"},
+    "advice.skipped": {"zh": "你自己的单元格 (your own cell) 「{first}」评分时没有运行 (not run by the grader)：{doing}{touches}。"
+                             "{risk}。",
+                       "en": "Your own cell \"{first}\" was not run by the grader: {doing}{touches}. {risk}."},
+    "advice.test_cell": {"zh": "检查单元格 (test cell)", "en": "Test cell"},
+    "advice.course_cell": {"zh": "课程单元格 (course cell)", "en": "Course cell"},
+    "advice.test_ran": {"zh": "评分时运行的是课程的检查，你的修改不起作用 (the course's checks ran; your edit was ignored)",
+                        "en": "the course's checks ran; your edit was ignored"},
+    "advice.course_ran": {"zh": "评分时运行的是课程的版本，你的修改不起作用 (the course's version ran; your edit was ignored)",
+                          "en": "the course's version ran; your edit was ignored"},
+    "advice.yours_defines": {"zh": "你的版本定义了 (your version defines) {names}，课程的版本没有 (the course's does not)",
+                             "en": "your version defines {names}, the course's does not"},
+    "advice.ours_defines": {"zh": "课程的版本定义了 (the course's version defines) {names}，你的版本没有",
+                            "en": "the course's version defines {names}, yours does not"},
+    "advice.lines": {"zh": "改了 {count} 行 (lines changed)", "en": "{count} lines changed"},
+    "advice.edited": {"zh": "{what} {gid}「{first}」被修改了 (was edited)：{ran}。{changes}。",
+                      "en": "{what} {gid} \"{first}\" was edited: {ran}. {changes}."},
+    "advice.join": {"zh": "；", "en": "; "},
+    "advice.name_error": {"zh": "答案 {answer} 用到了 (uses) {name}：只有你改过的 {cell} 定义了它，评分时它不存在，会出现 "
+                                "NameError (it is defined only by your edit of {cell}, which did not run)。",
+                          "en": "Answer {answer} uses {name}: it is defined only by your edit of {cell}, which did not "
+                                "run, so grading meets a NameError."},
     # make validate (lecture2_grader.validate)
     "validate.score": {"zh": "{stem}: {score}/{visible} 分 (points) in the visible checks, of {max_score} in all "
                              "(隐藏检查 hidden checks run when your instructor grades)",
