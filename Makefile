@@ -12,6 +12,7 @@
 #   make export     the grades for Canvas's and Moodle's import: export/canvas.csv, export/moodle.csv
 #   make handin     as a student would: validate every notebook, then write lec02-handin.zip (STUDENT=id optional)
 #   make bundle     the student bundle: dist/lecture2-student.zip
+#   make book       the course as a website, both editions, read offline: build/book/index.html (docs/book.md)
 #   make hub        (as root) the course's JupyterHub on 127.0.0.1:$(HUB_PORT) for the class on HUB_ROSTER; make
 #                   hub-stop, make hub-status (docs/hub.md)
 #   make feedback   release the feedback pages through the hub's exchange: students' "Fetch Feedback" gets them
@@ -90,7 +91,7 @@ env: setup
 	$(BIN)/python -m lecture2 env
 # <<< end of the block shared with the student bundle
 
-.PHONY: test test-fast release grade validate collect export handin bundle clean-grading
+.PHONY: test test-fast release grade validate collect export handin bundle book clean-grading
 
 # The whole suite: tests/ and, with --nbval, every notebook of solutions/ run and compared cell by cell. The 15
 # longest steps are listed at the end (where the suite's time goes, for whoever shortens it next).
@@ -124,6 +125,11 @@ validate: setup
 
 bundle: setup
 	$(BIN)/python -m tools.bundle
+
+# Both editions as static pages from solutions/ (their stored outputs; solutions and hidden tests stripped), read
+# offline: formulas as MathML, no script (docs/book.md).
+book: setup
+	$(BIN)/python -m tools.book
 
 # Derived outputs are removed; what cannot be made again (submissions, the LMS downloads, the gradebook with its
 # manual grades) is moved into .trash/<time>/, never deleted.
