@@ -47,9 +47,9 @@ body { font-family: "Noto Sans", "WenQuanYi Zen Hei", sans-serif; max-width: 60r
        line-height: 1.6; color: #222; }
 nav.book { display: flex; justify-content: space-between; border-bottom: 1px solid #ccc; padding-bottom: .5rem; }
 pre, code { font-family: "DejaVu Sans Mono", monospace; font-size: 0.9em; }
-.jp-InputArea pre { background: #f5f5f5; padding: .5rem; overflow-x: auto; border-left: 3px solid #9ab; }
-.jp-OutputArea pre { padding: .25rem .5rem; overflow-x: auto; }
-.jp-InputPrompt, .jp-OutputPrompt { display: none; }
+.input_area pre { background: #f5f5f5; padding: .5rem; overflow-x: auto; border-left: 3px solid #9ab; margin: .75rem 0 0; }
+.output_area pre { padding: .25rem .5rem; white-space: pre-wrap; overflow-wrap: anywhere; margin: .25rem 0; }
+div.prompt { display: none; }
 img { max-width: 100%; }
 math[display="block"] { margin: .5rem 0; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: .2rem .5rem; }
