@@ -1,9 +1,10 @@
 # One entry point for students, instructors and CI. Every target sets up .venv first if needed.
-#   make lab        set up, then open JupyterLab on notebooks/
+#   make lab        set up, then open JupyterLab on notebooks/lec02 (the Chinese edition, the lab in Chinese);
+#                   EDITION=en: notebooks/lec02-en, the English edition, the lab in English (also for validate, handin)
 #   make env        set up, then print what this machine has (device, dtypes, the peak FLOP/s that applies)
 #   make test       set up, then run the whole test suite (what CI runs): unit tests + nbval of solutions/
 #   make test-fast  set up, then run the unit tests only (no notebooks, no nbgrader): under a minute
-#   make release    regenerate notebooks/ (the student release) from solutions/
+#   make release    regenerate notebooks/ (the student release, both editions: lec02, lec02-en) from solutions/
 #   make grade      grade every submission under submitted/ in bubblewrap sandboxes, write feedback/ and grades.csv
 #   make validate   check a notebook as the grader will (NOTEBOOK=notebooks/lec02/NAME.ipynb; default: all)
 #   make collect    merge an LMS download into submitted/, notebook by notebook (ZIP="submissions.zip late.zip";
@@ -11,6 +12,7 @@
 #   make export     the grades for Canvas's and Moodle's import: export/canvas.csv, export/moodle.csv
 #   make handin     as a student would: validate every notebook, then write lec02-handin.zip (STUDENT=id optional)
 #   make bundle     the student bundle: dist/lecture2-student.zip
+#   make book       the course as a website, both editions, read offline: build/book/index.html (docs/book.md)
 #   make hub        (as root) the course's JupyterHub on 127.0.0.1:$(HUB_PORT) for the class on HUB_ROSTER; make
 #                   hub-stop, make hub-status (docs/hub.md)
 #   make feedback   release the feedback pages through the hub's exchange: students' "Fetch Feedback" gets them
@@ -73,14 +75,23 @@ endif
 # option, the lab encrypts that traffic, and ipykernel no longer warns at every kernel start that it is plain text.
 LAB_ENCRYPTION = $(shell $(BIN)/python -c 'import zmq; from jupyter_server.services.kernels.kernelmanager import MappingKernelManager as M; print("--MappingKernelManager.transport_encryption=auto" if zmq.has("curve") and M.class_traits().get("transport_encryption") else "")' 2>/dev/null)
 
+# The edition: EDITION=en opens the English one (notebooks/lec02-en) in JupyterLab's English; the default, the
+# Chinese one (notebooks/lec02) in its Simplified Chinese (jupyterlab-language-pack-zh-CN: menus, the Assignments
+# tab). `python -m lecture2.lab` sets the lab's language (its translation setting, kept per edition under
+# $(VENV)/lab-settings/) and names the folder; the kernels know the edition (LECTURE2_EDITION) for what lecture2 says.
+EDITION ?= zh
+LAB_SETTINGS = $(CURDIR)/$(VENV)/lab-settings/$(EDITION)
+
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ENCRYPTION) $(LAB_ARGS)
+	folder=$$($(BIN)/python -m lecture2.lab $(EDITION) $(LAB_SETTINGS)) && \
+	JUPYTERLAB_SETTINGS_DIR=$(LAB_SETTINGS) LECTURE2_EDITION=$(EDITION) \
+	$(BIN)/jupyter lab --notebook-dir=notebooks/$$folder $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ENCRYPTION) $(LAB_ARGS)
 
 env: setup
 	$(BIN)/python -m lecture2 env
 # <<< end of the block shared with the student bundle
 
-.PHONY: test test-fast release grade validate collect export handin bundle clean-grading
+.PHONY: test test-fast release grade validate collect export handin bundle book clean-grading
 
 # The whole suite: tests/ and, with --nbval, every notebook of solutions/ run and compared cell by cell. The 15
 # longest steps are listed at the end (where the suite's time goes, for whoever shortens it next).
@@ -93,7 +104,7 @@ test-fast: setup
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 release: setup
-	$(BIN)/nbgrader generate_assignment lec02 --force
+	$(BIN)/python -m tools.release
 
 grade: setup
 	$(BIN)/python -m lecture2_grader $(GRADE_ARGS)
@@ -106,14 +117,19 @@ export: setup
 	$(BIN)/python -m lecture2_grader.export
 
 handin: setup
-	$(BIN)/python -m lecture2_grader.handin $(if $(STUDENT),--student "$(STUDENT)")
+	$(BIN)/python -m lecture2_grader.handin --edition $(EDITION) $(if $(STUDENT),--student "$(STUDENT)")
 
-NOTEBOOK ?= $(wildcard notebooks/lec02/*.ipynb)
+NOTEBOOK ?= $(wildcard notebooks/$(if $(filter en,$(EDITION)),lec02-en,lec02)/*.ipynb)
 validate: setup
 	$(BIN)/python -m lecture2_grader.validate $(NOTEBOOK)
 
 bundle: setup
 	$(BIN)/python -m tools.bundle
+
+# Both editions as static pages from solutions/ (their stored outputs; solutions and hidden tests stripped), read
+# offline: formulas as MathML, no script (docs/book.md).
+book: setup
+	$(BIN)/python -m tools.book
 
 # Derived outputs are removed; what cannot be made again (submissions, the LMS downloads, the gradebook with its
 # manual grades) is moved into .trash/<time>/, never deleted.

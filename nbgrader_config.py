@@ -17,17 +17,22 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.egg
 c.ExecutePreprocessor.timeout = 300
 c.ExecutePreprocessor.interrupt_on_timeout = True
 
-# The student's stub: a message in the course's language, raised when the exercise is called.
-c.ClearSolutions.code_stub = {
-    "python": '# YOUR CODE HERE (在这里写你的代码)\nraise NotImplementedError("练习还没有完成 (not implemented yet)")',
-}
-c.ClearSolutions.text_stub = "在这里写你的答案 (YOUR ANSWER HERE)"
+# The edition a release writes (lecture2.editions: "zh" into notebooks/lec02, "en" into notebooks/lec02-en):
+# `make release` (tools/release.py) writes both, one nbgrader run each, naming the edition in LECTURE2_RELEASE.
+# The student's stub is in that edition's language, raised when the exercise is called.
+from lecture2_grader.messages import say  # noqa: E402
+
+EDITION = os.environ.get("LECTURE2_RELEASE", "zh")
+c.ChooseEdition.edition = EDITION
+c.ClearSolutions.code_stub = {"python": say("release.code_stub", EDITION)}
+c.ClearSolutions.text_stub = say("release.text_stub", EDITION)
 
 # The release carries no outputs, and no answer cell's note of what the student works out (docs/exercises.md's).
 c.ClearOutput.enabled = True
 from nbgrader.converters.generate_assignment import GenerateAssignment  # noqa: E402
 
-c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
+c.GenerateAssignment.preprocessors = ["lecture2_grader.nbgrader_hooks.ChooseEdition",
+                                      *GenerateAssignment.class_traits()["preprocessors"].default(),
                                       "lecture2_grader.nbgrader_hooks.ClearExerciseNotes"]
 
 # nbgrader's own grading commands go through the course's sandboxed grader (lecture2_grader.nbgrader_hooks): the
@@ -42,6 +47,9 @@ c.GenerateFeedback.exporter_class = "lecture2_grader.nbgrader_hooks.GradeWithCou
 #   lms_timezone     the zone of the times in the LMS's zip files (default: the due date's offset)
 #   canvas_assignment  the assignment column of export/canvas.csv, as Canvas's own export names it, e.g.
 #                    "Lecture 2 notebooks (987654)"; another name makes Canvas create a new assignment
+#   language         the course's language for its instructors ("zh" or "en"): `make grade`'s lines, the class
+#                    report; a student's feedback, `make validate` and `make handin` follow their notebook's edition
+c.Lecture2Grader.language = "zh"
 # c.Lecture2Grader.due = "2026-03-15T23:59:00+08:00"
 # c.Lecture2Grader.lms_timezone = "Asia/Shanghai"
 # c.Lecture2Grader.canvas_assignment = "Lecture 2 notebooks (987654)"

@@ -27,6 +27,8 @@ Modules, one job each:
               parts from measured kernel and NCCL figures, MFU, HFU; the search; published runs beside it
     planning  the planner's parts: shapes (config.json), compute, collectives, schedule, memory, costs, step, search
     cli       `python -m lecture2 ...` (cli_estimate: the estimate command)
+    editions  the course's editions (Chinese, English) and which one a notebook is; messages and hints_en: what
+              lecture2 says, in each edition's language; lab: a failed check shown in the notebook's language
 
 Every module is imported on first use (`from lecture2 import checks`, or `lecture2.hardware`): `import lecture2`
 imports no torch, so that the grader's own process, the student's process before its first cell and
@@ -35,6 +37,7 @@ imports no torch, so that the grader's own process, the student's process before
 from __future__ import annotations
 
 import importlib
+import os
 
 __all__ = ["checks", "estimate", "fmt", "hardware", "measure", "models", "training_state"]
 __version__ = "0.1.0"
@@ -45,3 +48,9 @@ def __getattr__(name: str):
     if name in __all__:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if os.environ.get("JPY_SESSION_NAME"):  # a Jupyter kernel: failed checks in its notebook's language (lecture2.lab)
+    from . import lab as _lab
+
+    _lab.install()

@@ -27,7 +27,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from . import wire
+from . import editions, messages, wire
 from .answers import AnswerTimeout, AnswerUnavailable  # noqa: F401  (checks.AnswerUnavailable: for test cells)
 
 __all__ = ["CheckFailed", "Exercise", "HINTS", "Mistake", "by_formula", "drawing_from", "drawn", "exercise", "expect",
@@ -609,14 +609,14 @@ class Exercise:
         finally:
             _group_done(self.name, label)
 
-    def summary(self) -> str:
+    def summary(self, lang: str = "zh") -> str:
         parts = []
         for label, weight in self.points.items():
             if label in self.outcomes:
                 status = self.outcomes[label]["status"]
                 mark = "✅" if status == "passed" else "⏳" if status == "not implemented" else "❌"
                 parts.append(f"{mark} {label} ({weight:g})")
-        return "，".join(parts)
+        return ("，" if lang == "zh" else ", ").join(parts)
 
     def report(self) -> dict[str, dict]:
         return {g: self.outcomes.get(g, NOT_RUN) for g in self.points}
@@ -654,7 +654,7 @@ def exercise(name: str, points: dict[str, float] | None = None):
     if stub:
         if grading():
             raise CheckFailed(f"练习 {name} 还没有完成 (not implemented yet)。", what=name)
-        print(f"⏳ 练习 {name} 还没有完成 (not implemented yet)：填写上面的函数后再运行这个检查。")
+        print(messages.say("check.not_implemented", editions.kernel_edition(), name=name))
         return
     failed = [g for g, o in ex.outcomes.items() if not o["passed"]]
     if failed:
@@ -663,4 +663,5 @@ def exercise(name: str, points: dict[str, float] | None = None):
             raise CheckFailed(first["message"], what=first.get("what"), hint=first["hint"], hint_key=first["hint_key"])
         raise CheckFailed(f"{first['message']}\n[{name}: {ex.summary()}]", what=None, hint=first["hint"],
                           hint_key=first["hint_key"])
-    print(f"✅ {name}: 检查通过 (all checks passed)" + ("" if whole else f" — {ex.summary()}"))
+    lang = editions.kernel_edition()  # the lab's notebook's edition: what the student reads is in its language
+    print(messages.say("check.passed", lang, name=name) + ("" if whole else f" — {ex.summary(lang)}"))

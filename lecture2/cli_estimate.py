@@ -17,7 +17,7 @@ import math
 import re
 import sys
 
-from . import estimate, fmt, hardware, planner
+from . import editions, estimate, fmt, hardware, messages, planner
 
 __all__ = ["add_parser", "cmd_estimate"]
 
@@ -40,14 +40,19 @@ EXAMPLES = {
 }
 
 
+def _say(key: str, **fields: object) -> str:
+    """A refusal in the language of the edition this runs beside (lecture2.editions.kernel_edition: a kernel's
+    notebook, else $LECTURE2_EDITION, which `make lab EDITION=en` sets; else Chinese with the English)."""
+    return messages.say(key, editions.kernel_edition(), **fields)
+
+
 class BilingualParser(argparse.ArgumentParser):
     """An argparse parser whose errors are one line in Chinese and English, with the flag's valid example."""
 
     def error(self, message: str):  # noqa: D102 (argparse's hook)
         flags = re.findall(r"--[a-z][a-z0-9-]*", message)
         example = next((EXAMPLES[f] for f in flags if f in EXAMPLES), "--model llama3-70b --gpus 1024 --tp 8 --pp 4")
-        sys.stderr.write(f"{self.prog}: 错误 (error): {message}\n  例如 (for example): {self.prog} ... {example}\n"
-                         f"  全部选项 (all options): {self.prog} --help\n")
+        sys.stderr.write(_say("cli.error", prog=self.prog, message=message, example=example))
         sys.exit(2)
 
 
@@ -57,17 +62,16 @@ def _number(what: str, *, integer: bool = False, allow_zero: bool = False, at_mo
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} 应是一个数 (must be a number), got {text!r}") from None
+            raise argparse.ArgumentTypeError(_say("cli.number", what=what, text=repr(text))) from None
         if math.isnan(value) or math.isinf(value):
-            raise argparse.ArgumentTypeError(f"{what} 应是有限的数 (must be finite), got {text!r}")
+            raise argparse.ArgumentTypeError(_say("cli.finite", what=what, text=repr(text)))
         if integer and value != int(value):
-            raise argparse.ArgumentTypeError(f"{what} 应是整数 (must be a whole number), got {text!r}")
+            raise argparse.ArgumentTypeError(_say("cli.whole", what=what, text=repr(text)))
         if value < 0 or (value == 0 and not allow_zero):
             bound = ">= 0" if allow_zero else "> 0"
-            raise argparse.ArgumentTypeError(f"{what} 应 {bound} ({what} must be {bound}), got {text!r}")
+            raise argparse.ArgumentTypeError(_say("cli.bound", what=what, bound=bound, text=repr(text)))
         if at_most_one and value > 1:
-            raise argparse.ArgumentTypeError(f"{what} 是峰值的比例 (is a fraction of peak and must be in (0, 1]), "
-                                             f"got {text!r}")
+            raise argparse.ArgumentTypeError(_say("cli.fraction", what=what, text=repr(text)))
         return int(value) if integer else value
     return parse
 
@@ -76,24 +80,24 @@ def _gpu(text: str) -> hardware.GPUSpec:
     try:
         return hardware.gpu(text)
     except hardware.UnknownGPU:
-        raise argparse.ArgumentTypeError(f"未知的 GPU (unknown GPU {text!r}); known GPUs: "
-                                         f"{', '.join(hardware.known_gpus())}") from None
+        raise argparse.ArgumentTypeError(_say("cli.unknown_gpu", text=repr(text),
+                                              known=", ".join(hardware.known_gpus()))) from None
 
 
 def _model(text: str) -> planner.ModelShape:
     try:
         return planner.model(text.strip().lower())
     except KeyError:
-        raise argparse.ArgumentTypeError(f"未知的模型 (unknown model {text!r}); known models: "
-                                         f"{', '.join(planner.MODELS)}; or --config config.json") from None
+        raise argparse.ArgumentTypeError(_say("cli.unknown_model", text=repr(text),
+                                              known=", ".join(planner.MODELS))) from None
 
 
 def _cluster(text: str) -> hardware.ClusterSpec:
     try:
         return hardware.cluster(text)
     except hardware.UnknownGPU:
-        raise argparse.ArgumentTypeError(f"未知的集群 (unknown cluster {text!r}); known clusters: "
-                                         f"{', '.join(hardware.known_clusters())}") from None
+        raise argparse.ArgumentTypeError(_say("cli.unknown_cluster", text=repr(text),
+                                              known=", ".join(hardware.known_clusters()))) from None
 
 
 def _count(x: float) -> str:
@@ -139,7 +143,7 @@ def _shape(args: argparse.Namespace) -> tuple[planner.ModelShape | None, list[st
             missing = [f"--{f.replace('_', '-')}" for f in ("layers", "hidden", "heads", "ffn", "vocab")
                        if getattr(args, f) is None]
             if missing:
-                args.parser.error(f"a shape by flags needs {', '.join(missing)} too (用标志给出形状时还缺这些)")
+                args.parser.error(_say("cli.shape_missing", missing=", ".join(missing)))
             shape = planner.ModelShape("custom", **given, source="shape flags")
         else:
             try:
@@ -158,20 +162,19 @@ def _cluster_for(args: argparse.Namespace) -> str:
         return args.cluster.name
     rows = [c.name for c in hardware.CLUSTERS.values() if c.gpu == args.gpu.name]
     if not rows:
-        args.parser.error(f"no cluster row has the GPU {args.gpu.name!r} (没有这种 GPU 的集群); pass --cluster "
-                          f"({', '.join(hardware.known_clusters())})")
+        args.parser.error(_say("cli.no_cluster", gpu=repr(args.gpu.name), known=", ".join(hardware.known_clusters())))
     return rows[0]
 
 
 def _batch_tokens(args: argparse.Namespace) -> int:
     if args.global_batch is not None and args.batch_tokens is not None:
-        args.parser.error("give --global-batch (sequences) or --batch-tokens (tokens), not both (二者选一)")
+        args.parser.error(_say("cli.batch_both"))
     if args.global_batch is not None:
         return args.global_batch * args.seq
     tokens = 4 * 2**20 if args.batch_tokens is None else args.batch_tokens
     if tokens % args.seq:
-        args.parser.error(f"--batch-tokens ({tokens:,}) 应是 --seq ({args.seq:,}) 的整数倍 (must be a whole number of "
-                          f"sequences: e.g. {max(1, tokens // args.seq) * args.seq:,})")
+        args.parser.error(_say("cli.batch_whole", tokens=f"{tokens:,}", seq=f"{args.seq:,}",
+                               example=f"{max(1, tokens // args.seq) * args.seq:,}"))
     return tokens
 
 
@@ -201,7 +204,7 @@ def _layout_words(message: str) -> str:
              "hsdp": "--hsdp", "virtual_stages": "--virtual-stages", "micro_batch": "--micro-batch",
              "batch_tokens": "--batch-tokens", "seq_len": "--seq", "gpus": "--gpus", "dualpipe": "--schedule"}
     named = [flag for key, flag in names.items() if re.search(rf"\b{key}\b", message)]
-    return (f"{', '.join(dict.fromkeys(named))}: " if named else "") + message + " (布局不成立: this layout cannot exist)"
+    return _say("cli.layout", message=(f"{', '.join(dict.fromkeys(named))}: " if named else "") + message)
 
 
 def _run_estimate(args: argparse.Namespace, peak: float) -> dict:
@@ -257,9 +260,9 @@ def _resolve_gpu(args: argparse.Namespace) -> None:
     if args.gpu is None:
         args.gpu = args.cluster.gpu_spec if args.cluster else hardware.gpu("h100-sxm")
     elif args.cluster is not None and args.cluster.gpu != args.gpu.name:
-        args.parser.error(f"--gpu {args.gpu.name} 和 --cluster {args.cluster.name} 不一致 (disagree): its nodes hold "
-                          f"{args.cluster.gpu_spec.full_name}; drop --gpu, or pass --cluster with a row of "
-                          f"{args.gpu.name} ({', '.join(c.name for c in hardware.CLUSTERS.values() if c.gpu == args.gpu.name) or 'none'})")
+        rows = ", ".join(c.name for c in hardware.CLUSTERS.values() if c.gpu == args.gpu.name) or "none"
+        args.parser.error(_say("cli.gpu_cluster", gpu=args.gpu.name, cluster=args.cluster.name,
+                               holds=args.cluster.gpu_spec.full_name, rows=rows))
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -274,11 +277,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     shape, notes = _shape(args)
     if args.params is None:
         if shape is None:
-            args.parser.error("the following arguments are required: --params (or --model, --config, --layers ...) "
-                              "(需要模型的大小)")
+            args.parser.error(_say("cli.params"))
         args.params = shape.n_params
     if args.search and shape is None:
-        args.parser.error("--search needs --model, --config or shape flags (a shape to lay out; 需要模型的形状)")
+        args.parser.error(_say("cli.search"))
     r = _run_estimate(args, peak)
     planned = None
     if shape is not None:
@@ -304,7 +306,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         print(note)
     if args.search:
         if not planned:
-            print(f"No layout of {shape.name} fits on {args.gpus} GPUs with this batch (没有放得下的布局).")
+            print(_say("cli.none_fits", name=shape.name, gpus=args.gpus))
             return 1
         print(f"The {len(planned)} fastest layouts of {shape.name} that fit on {args.gpus} GPUs "
               f"({planned[0].plan.run.cluster}; lecture2.planner, docs/planning.md), with what each loses to the best:")

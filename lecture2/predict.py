@@ -17,8 +17,10 @@ from __future__ import annotations
 import math
 import numbers
 
+from . import editions, messages
+
 MIME_TYPE = "application/vnd.lecture2.prediction+json"
-NOT_YET = "（还没有预测 (no prediction yet)：在上面的预测单元格里写下你的数，再运行这两个单元格）"
+NOT_YET = messages.say("predict.not_yet", "zh")
 
 
 def _number(value: object) -> float | None:
@@ -38,21 +40,34 @@ def shown(value: object) -> str:
     return f"{number:.4g}" if abs(number) < 1e5 else f"{number:.3e}"
 
 
-def line(prediction: object, measured: object, what: str = "") -> str:
-    """One comparison as text: the prediction, the measurement, and their ratio (or right / not right)."""
+def line(prediction: object, measured: object, what: str = "", lang: str | None = None) -> str:
+    """One comparison as text: the prediction, the measurement, and their ratio (or right / not right), in `lang`
+    (default: the edition of the notebook this kernel runs, lecture2.editions.kernel_edition)."""
+    lang = lang or editions.kernel_edition()
     label = f"{what}: " if what else ""
     if prediction is None:
-        return f"{label}测量 (measured) {shown(measured)} {NOT_YET}"
+        return messages.say("predict.measured_only", lang, label=label, measured=shown(measured),
+                            not_yet=messages.say("predict.not_yet", lang))
     p, m = _number(prediction), _number(measured)
     if p is not None and m is not None:
         if p == 0:
             ratio = "∞" if m else "1"
         else:
             ratio = f"{m / p:.3g}"
-        return (f"{label}预测 (predicted) {shown(prediction)} · 测量 (measured) {shown(measured)} · "
-                f"测量/预测 (ratio) {ratio}")
-    right = "✓ 对了 (right)" if prediction == measured else "✗ 不对 (not right)"
-    return f"{label}预测 (predicted) {shown(prediction)} · 测量 (measured) {shown(measured)} · {right}"
+        return messages.say("predict.ratio", lang, label=label, predicted=shown(prediction), measured=shown(measured),
+                            ratio=ratio)
+    right = messages.say("predict.right" if prediction == measured else "predict.wrong", lang)
+    return messages.say("predict.choice", lang, label=label, predicted=shown(prediction), measured=shown(measured),
+                        right=right)
+
+
+def lines(record_: dict, lang: str) -> str:
+    """The text `compare` printed for a comparison record (its MIME data), in `lang`: the course's site shows an
+    executed notebook's comparisons in the page's language from this data."""
+    values = record_.get("values") if isinstance(record_.get("values"), dict) else {}
+    what = str(record_.get("what") or "")
+    return "\n".join(line(v.get("predicted"), v.get("measured"), f"{what} {k}".strip(), lang)
+                     for k, v in values.items() if isinstance(v, dict))
 
 
 def record(prediction: object, measured: object, key: str, what: str = "") -> dict:
@@ -80,11 +95,12 @@ def compare(prediction: object, measured: object, *, key: str, what: str = "") -
     """Print the prediction beside the measurement (a dict of predictions beside a dict of measurements, key by key)
     and leave the same as data in the cell's output (`record`). `key`: the prediction cell's key."""
     data = record(prediction, measured, key, what)
+    lang = editions.kernel_edition()
     if isinstance(measured, dict):
         predictions = prediction if isinstance(prediction, dict) else {}
-        text = "\n".join(line(predictions.get(k), v, f"{what} {k}".strip()) for k, v in measured.items())
+        text = "\n".join(line(predictions.get(k), v, f"{what} {k}".strip(), lang) for k, v in measured.items())
     else:
-        text = line(prediction, measured, what)
+        text = line(prediction, measured, what, lang)
     try:
         from IPython.display import display
 

@@ -17,7 +17,7 @@ judging/kernel.py, the student's process, using nothing of the grader:
     where judges run, the term  collect, gradebook, intake/, run/, validate
     one notebook                artifacts, feedback, pipeline, readers
     a notebook's parts          advice, judging/, owncells, plan, release_feedback, report, scan, score, store, submission
-    ground                      course, draws, files, predictions, records, runtime, sandbox, source, text
+    ground                      course, draws, files, messages, predictions, records, runtime, sandbox, source, text
 <!-- END GENERATED layers -->
 
 Around grading, the term: intake/ and collect.py take an LMS download into submitted/, notebook by notebook,

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import nbformat
 
+from lecture2 import editions
+
 from . import ASSIGNMENT, feedback
-from .course import Notebook
+from .course import Notebook, release_folder
 from .files import AS_OPEN, write_atomic
 from .pipeline import Job
 from .records import Judged
@@ -72,7 +74,7 @@ def executed_notebook(nb_path: Path, nb: Notebook, job: Job, judged: Judged | No
     """The instructor's notebook with the student's answers; under each cell of theirs what it printed (text only,
     and nothing a process printed after it had received a hidden case: link.WITHHELD), under each test cell the
     grader's verdict lines (feedback.result_line: visible groups in full, hidden ones by status and hint)."""
-    notebook = nbformat.read(nb_path, as_version=4)
+    notebook = editions.in_edition(nbformat.read(nb_path, as_version=4), nb.edition)
     printed: dict[int, str] = {}
     for status in judged.cells if judged is not None else []:
         text = status.stdout
@@ -109,7 +111,7 @@ def write(course: Path, nb: Notebook, job: Job, judged: Judged | None, result: N
     status = state(course, nb, job)
     write_atomic(target / f"{nb.stem}.grading.json", json.dumps(summary(result, job, status), ensure_ascii=False),
                  AS_OPEN)
-    page = feedback.page(nb, course / "notebooks" / ASSIGNMENT / nb.name, result, job.answers,
+    page = feedback.page(nb, release_folder(course, nb.edition) / nb.name, result, job.answers,
                          judged.cells if judged is not None else [])
     out = course / "feedback" / job.student / ASSIGNMENT / f"{nb.stem}.html"
     out.parent.mkdir(parents=True, exist_ok=True)

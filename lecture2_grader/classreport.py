@@ -8,8 +8,8 @@ intake records), never from anything a student's code printed:
                                student (score, notebooks late, blank, missing, unreadable, flagged, manual
                                grades); pass rates per exercise and check group among the students who attempted
                                it (those who did not are counted apart); each exercise's usual mistakes, ranked,
-                               with the hint in Chinese and its English term, and who made them; the answers the
-                               static scan flagged for a look. Offline: no script, no CDN; two PNGs beside it.
+                               with the hint in the course's language (c.Lecture2Grader.language), and who
+                               made them; the answers the static scan flagged for a look. Offline: no script, no CDN; two PNGs beside it.
     mistakes.csv               one row per notebook, exercise, check group and usual mistake (attempted work only):
                                its hint key and text, how many made it, of how many who attempted the exercise
     mistakes_by_student.csv    the same, one row per student who made it (for a spreadsheet's filters)
@@ -23,14 +23,18 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from lecture2 import messages as lecture2_messages
+from lecture2.editions import EDITIONS, SOURCE
+
 from . import artifacts, classpredictions, gradebook
 from .files import AS_OPEN, atomic_file, atomic_text, write_atomic
+from .intake import course_language
+from .messages import say
 from .text import csv_cell, html
 
-OTHER = {"timeout": ("timeout", "超时 (timeout): 检查在时间限制内没有结束"),
-         "not run": ("not-run", "没有运行 (not run): notebook 在这项检查之前就停了"),
-         "error": ("raised", "答案抛出了异常 (the answer raised an exception)")}
-NO_HINT = ("no-hint", "没有匹配到常见错误 (no usual mistake matched)")
+OTHER = {"timeout": ("timeout", "report.timeout"), "not run": ("not-run", "report.not_run"),
+         "error": ("raised", "report.raised")}  # status -> (the row's key, its text in lecture2_grader.messages)
+NO_HINT = ("no-hint", "report.no_hint")
 UNATTEMPTED = {"not implemented"}
 
 
@@ -39,11 +43,17 @@ def load(course: Path, students: list[str]) -> dict[str, dict[str, dict]]:
     return {s: found for s in students if (found := artifacts.load(course, s))}
 
 
-def hint_key(group: dict) -> tuple[str, str]:
-    """(key, text) of the usual mistake a failed group matched (the check's hint key), or what happened instead."""
+def hint_key(group: dict, lang: str = SOURCE) -> tuple[str, str]:
+    """(key, text in `lang`) of the usual mistake a failed group matched (the check's hint key), or what happened
+    instead."""
     if group.get("hint_key"):
-        return str(group["hint_key"]), str(group.get("hint") or "")
-    return OTHER.get(group.get("status"), NO_HINT)
+        key = str(group["hint_key"])
+        try:
+            return key, lecture2_messages.hint(key, lang)
+        except KeyError:  # a key the course no longer has: the text the judge reported
+            return key, str(group.get("hint") or "")
+    key, message = OTHER.get(group.get("status"), NO_HINT)
+    return key, say(message, lang)
 
 
 def attempted(nb: dict, test: dict) -> bool:
@@ -52,9 +62,9 @@ def attempted(nb: dict, test: dict) -> bool:
     return nb.get("state", "graded") == "graded" and test["status"] not in UNATTEMPTED
 
 
-def mistakes(results: dict[str, dict[str, dict]]) -> tuple[list[dict], dict[tuple, dict]]:
-    """Rows of mistakes.csv (attempted work only, most frequent first within each test cell), and per test cell
-    {attempted: n, unattempted: n, groups: {group: passed count}}."""
+def mistakes(results: dict[str, dict[str, dict]], lang: str = SOURCE) -> tuple[list[dict], dict[tuple, dict]]:
+    """Rows of mistakes.csv (attempted work only, most frequent first within each test cell; the hints in `lang`,
+    the course's language), and per test cell {attempted: n, unattempted: n, groups: {group: passed count}}."""
     who: dict[tuple, set[str]] = defaultdict(set)
     texts = {}
     tally: dict[tuple, dict] = defaultdict(lambda: {"attempted": 0, "unattempted": 0, "groups": defaultdict(int),
@@ -75,7 +85,7 @@ def mistakes(results: dict[str, dict[str, dict]]) -> tuple[list[dict], dict[tupl
                     t["groups"][group["group"]] += bool(group["passed"])
                     if group["passed"] or group.get("status") in UNATTEMPTED:
                         continue
-                    key, text = hint_key(group)
+                    key, text = hint_key(group, lang)
                     ident = (stem, test["grade_id"], group["group"], key)
                     who[ident].add(student)
                     texts[ident] = text
@@ -88,7 +98,8 @@ def mistakes(results: dict[str, dict[str, dict]]) -> tuple[list[dict], dict[tupl
 def write(course: Path, students: list[str]) -> tuple[Path, Path]:
     """mistakes.csv, mistakes_by_student.csv and class_report/ for `students`; returns mistakes.csv and the page."""
     results = load(course, students)
-    rows, tally = mistakes(results)
+    lang = course_language(course)
+    rows, tally = mistakes(results, lang)
     csv_path = course / "mistakes.csv"
     with atomic_text(csv_path) as f:
         writer = csv.writer(f)
@@ -113,7 +124,7 @@ def write(course: Path, students: list[str]) -> tuple[Path, Path]:
     figures = _figures(table, stems, maxima, folder)
     predicted = classpredictions.rows(course, results)
     classpredictions.write_csv(course, predicted)
-    page = _page(results, rows, tally, table, stems, maxima, figures, classpredictions.section(predicted))
+    page = _page(results, rows, tally, table, stems, maxima, figures, classpredictions.section(predicted), lang)
     html_path = folder / "index.html"
     write_atomic(html_path, page, AS_OPEN)
     return csv_path, html_path
@@ -129,13 +140,13 @@ background:#55a868;vertical-align:middle}.barbg{display:inline-block;background:
 img{display:block;max-width:100%}code{font-size:13px}.g{display:inline-block;white-space:nowrap;margin:0 16px 2px 0}"""
 
 
-def _page(results, rows, tally, table, stems, maxima, figures, predicted=()) -> str:
+def _page(results, rows, tally, table, stems, maxima, figures, predicted=(), lang: str = SOURCE) -> str:
     max_total = sum(maxima.values())
     totals = sorted(r["total"] for r in table)
     n = len(table)
     count = lambda test: sum(any(test(nb) for nb in r["notebooks"].values()) for r in table)  # noqa: E731
     median = (totals[(n - 1) // 2] + totals[n // 2]) / 2 if n else 0
-    out = [f"<!doctype html><html lang='zh'><meta charset='utf-8'><title>Class report</title><style>{CSS}</style><body>",
+    out = [f"<!doctype html><html lang='en'><meta charset='utf-8'><title>Class report</title><style>{CSS}</style><body>",
            f"<h1>Class report — {n} students, {len(stems)} notebooks</h1>",
            "<p class='muted'>Made by <code>make grade</code> from the grader's own results, never from what a student's "
            "code printed. <a href='../grades.csv'>grades.csv</a>, <a href='../notebooks.csv'>notebooks.csv</a>, "
@@ -151,7 +162,7 @@ def _page(results, rows, tally, table, stems, maxima, figures, predicted=()) -> 
         out += [f"<h2>{html(title)}</h2>", f"<img src='{name}' width='{width}' alt='{html(title)}'>"]
     out += _students(table, stems, maxima)
     out += _pass_rates(tally)
-    out += _mistakes(rows, tally)
+    out += _mistakes(rows, tally, lang)
     out += predicted
     flagged = [(s, stem, "; ".join(nb.get("findings") or [])) for s, nbs in sorted(results.items())
                for stem, nb in sorted(nbs.items()) if nb.get("findings")]
@@ -219,7 +230,7 @@ def _pass_rates(tally) -> list[str]:
     return out
 
 
-def _mistakes(rows, tally) -> list[str]:
+def _mistakes(rows, tally, lang: str = SOURCE) -> list[str]:
     out = ["<h2>Usual mistakes, most frequent first (attempted work only)</h2>",
            "<table><tr><th>notebook / test cell</th><th>group</th><th>mistake: the hint students read</th>"
            "<th>students</th><th>who</th></tr>"]
@@ -229,7 +240,7 @@ def _mistakes(rows, tally) -> list[str]:
         t = tally[(r["notebook"], r["test"])]
         names = ", ".join(html(w, 100) for w in r["who"])
         out.append(f"<tr><td>{html(r['notebook'])}<br><code>{html(r['test'])}</code></td><td>{html(r['group'])}</td>"
-                   f"<td><code>{html(r['hint_key'])}</code><br>{html(r['hint'], 600)}</td>"
+                   f"<td><code>{html(r['hint_key'])}</code><br><span lang='{EDITIONS[lang].lang}'>{html(r['hint'], 600)}</span></td>"
                    f"<td class='n'>{r['students']} of {t['attempted']}</td>"
                    f"<td><details><summary>{len(r['who'])} names</summary>{names}</details></td></tr>")
     out.append("</table>")

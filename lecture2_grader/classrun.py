@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ASSIGNMENT, artifacts, classreport, draws, gradebook, pipeline, store
-from .course import Notebook, load_course
+from lecture2 import editions
+
+from .course import Notebook, load_editions
 from .readers import Readers
 from .records import ClassRun, Judged, StudentRun
 from .run import Executor
@@ -137,8 +139,10 @@ def select_notebooks(every: dict[str, Notebook], wanted: list[str] | None) -> di
 class ClassGrading:
     """One grading run of a class: what is prepared, what comes back, and the student records it fills."""
 
-    def __init__(self, course: Path, runtime: Runtime, every: dict[str, Notebook], notebooks: dict[str, Notebook]):
+    def __init__(self, course: Path, runtime: Runtime, every: dict[str, Notebook], notebooks: dict[str, Notebook],
+                 by_edition: dict[str, dict[str, Notebook]] | None = None):
         self.course, self.runtime, self.every, self.notebooks = course, runtime, every, notebooks
+        self.by_edition = by_edition or {editions.SOURCE: every}  # a student's notebook is read in its edition
         self.students: dict[str, Progress] = {}
         self.done: list[StudentRun] = []
         self.store = store.Store(course)
@@ -166,9 +170,16 @@ class ClassGrading:
             if unexpected:
                 progress.run.problems.append(f"unexpected files ignored: {', '.join(terminal(u, 80) for u in unexpected[:5])}")
             for file_name, nb in self.notebooks.items():
+                nb = self.in_its_edition(folder / file_name, nb)
                 tasks.append(Task(name, nb, folder / file_name, draws.student_draw(secret, name, file_name)))
                 progress.pending += 1
         return tasks
+
+    def in_its_edition(self, path: Path, nb: Notebook) -> Notebook:
+        """`nb` in the edition the student's file names (read as data: one of the editions the course released,
+        else the source's): the same checks and grade_ids, the feedback in the student's language."""
+        edition = editions.of_file(path) if path.is_file() and not path.is_symlink() else None
+        return self.by_edition.get(edition or editions.SOURCE, {}).get(nb.name, nb)
 
     def read(self, readers: Readers, task: Task, code: str) -> pipeline.Job | None:
         """One notebook read and planned in a reader (within its time and memory); None when the grader failed."""
@@ -345,12 +356,13 @@ def grade_class(course: Path, runtime: Runtime, students: list[str] | None = Non
     the next run: every result received is stored and written, every file whole."""
     course = course.resolve()
     names, notes = _students_to_grade(course, students)
-    every = load_course(course)
+    by_edition = load_editions(course)
+    every = by_edition[editions.SOURCE]
     try:
         secret = draws.course_secret(course)
     except draws.SecretUnusable as err:
         raise SystemExit(f"error: {err}") from None
-    grading = ClassGrading(course, runtime, every, select_notebooks(every, notebooks))
+    grading = ClassGrading(course, runtime, every, select_notebooks(every, notebooks), by_edition)
     own_executor = executor is None
     executor = executor or LocalExecutor(runtime, jobs)
     try:

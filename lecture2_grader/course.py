@@ -16,6 +16,8 @@ from pathlib import Path
 
 import nbformat
 
+from lecture2 import editions
+
 from . import ASSIGNMENT
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -42,6 +44,7 @@ class Notebook:
     cells: list[Cell]
     exercises: dict[str, list[str]] = field(default_factory=dict)  # test grade_id -> the answer ids it checks
     digest: str = ""  # content hash of the instructor's notebook and its release
+    edition: str = editions.SOURCE  # the edition it is read in (lecture2.editions): its prose, strings, release
 
     @property
     def stem(self) -> str:
@@ -131,10 +134,11 @@ def hidden_range(source: str) -> tuple[int, int] | None:
     return (begin, end) if begin and end and begin < end else None
 
 
-def load(source_path: Path, release_path: Path) -> Notebook:
-    """The instructor's notebook: cells from `source_path` (hidden tests and all), what students see from
-    `release_path` (the stubs, the visible tests). Both are the course's own files."""
-    source = nbformat.read(source_path, as_version=4)
+def load(source_path: Path, release_path: Path, edition: str = editions.SOURCE) -> Notebook:
+    """The instructor's notebook: cells from `source_path` (hidden tests and all) as `edition` reads it
+    (lecture2.editions.in_edition: the same code and checks, its own strings), what students see from
+    `release_path` (that edition's release: the stubs, the visible tests). Both are the course's own files."""
+    source = editions.in_edition(nbformat.read(source_path, as_version=4), edition)
     release = nbformat.read(release_path, as_version=4)
     visible = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in release.cells}
     cells, exercises, pending = [], {}, []
@@ -160,22 +164,37 @@ def load(source_path: Path, release_path: Path) -> Notebook:
         elif kind == "test":
             exercises[gid] = pending
             pending = []
-    digest = hashlib.sha256(source_path.read_bytes() + b"\0" + release_path.read_bytes()).hexdigest()
-    return Notebook(source_path.name, cells, exercises, digest)
+    digest = hashlib.sha256(source_path.read_bytes() + b"\0" + release_path.read_bytes() + b"\0"
+                            + edition.encode()).hexdigest()
+    return Notebook(source_path.name, cells, exercises, digest, edition)
 
 
-def load_course(course: Path) -> dict[str, Notebook]:
-    """Every notebook of the assignment, by file name (SystemExit with what to do when one is missing)."""
+def release_folder(course: Path, edition: str = editions.SOURCE) -> Path:
+    """Where `edition`'s release lies in the course: notebooks/lec02, notebooks/lec02-en."""
+    return course / "notebooks" / editions.EDITIONS[edition].folder
+
+
+def load_course(course: Path, edition: str = editions.SOURCE) -> dict[str, Notebook]:
+    """Every notebook of the assignment in `edition`, by file name (SystemExit with what to do when one is
+    missing)."""
     sources = sorted((course / "solutions" / ASSIGNMENT).glob("*.ipynb"))
     if not sources:
         raise SystemExit(f"error: no notebooks in {course / 'solutions' / ASSIGNMENT}")
     notebooks = {}
     for path in sources:
-        release = course / "notebooks" / ASSIGNMENT / path.name
+        release = release_folder(course, edition) / path.name
         if not release.is_file():
             raise SystemExit(f"error: {release} is missing: run `make release`")
-        notebooks[path.name] = load(path, release)
+        notebooks[path.name] = load(path, release, edition)
     return notebooks
+
+
+def load_editions(course: Path) -> dict[str, dict[str, Notebook]]:
+    """The assignment in each edition the course has released (the source's always): edition -> load_course. A
+    student's notebook is graded in the edition it names (lecture2.editions.of_file): the same checks and grade_ids,
+    the messages in its language."""
+    return {code: load_course(course, code) for code in editions.EDITIONS
+            if code == editions.SOURCE or release_folder(course, code).is_dir()}
 
 
 def tree_digest(folder: Path, pattern: str = "*") -> str:

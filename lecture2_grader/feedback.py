@@ -17,14 +17,21 @@ from pathlib import Path
 
 import nbformat
 
+from lecture2 import messages as lecture2_messages
+from lecture2.editions import EDITIONS, SOURCE
+
 from .course import Notebook
+from .messages import say
 from .records import CellStatus
 from .score import NotebookResult, TestResult, exercise_names
 from .text import html, multiline
 
-STATUS_TEXT = {"passed": "通过 (passed)", "partial": "部分通过 (partial)", "failed": "没有通过 (failed)",
-               "not implemented": "还没有完成 (not implemented)", "timeout": "超时 (timed out)",
-               "not run": "没有运行 (not run)", "error": "检查出错 (the check raised)"}
+STATUSES = ("passed", "partial", "failed", "not implemented", "timeout", "not run", "error")
+STATUS_TEXT = {status: say(f"status.{status}", "zh") for status in STATUSES}  # the source edition's
+
+
+def status_text(status: str, lang: str = SOURCE) -> str:
+    return say(f"status.{status}", lang) if status in STATUSES else status
 
 CSS = """body{font-family:system-ui,"Noto Sans CJK SC","WenQuanYi Zen Hei",sans-serif;max-width:980px;margin:2em auto;
 padding:0 1em;line-height:1.5;color:#222}pre{background:#f6f8fa;padding:.6em .8em;overflow-x:auto;font-size:13px;
@@ -38,45 +45,53 @@ def _number(value: object) -> bool:
     return type(value) in (int, float) and value == value and abs(value) != float("inf")
 
 
-def group_line(group: dict) -> str:
-    """One check group's line (plain text): its points, and for a failure what a student may see of it."""
-    share = f"{group['points']:.3g}/{group['max_points']:.3g} 分"
+def group_line(group: dict, lang: str = SOURCE) -> str:
+    """One check group's line (plain text) in `lang`: its points, and for a failure what a student may see of it."""
+    share = say("lines.share", lang, points=f"{group['points']:.3g}", max_points=f"{group['max_points']:.3g}")
     if group["passed"]:
         return f"  ✅ {group['group']}: {share}"
     status = group.get("status")
     line = f"  {'⏳' if status == 'not implemented' else '⏱' if status == 'timeout' else '❌'} {group['group']}: {share}"
     hint = group.get("hint") if group.get("hint_key") else None
+    if hint and lang != SOURCE:
+        try:
+            hint = lecture2_messages.hint(str(group["hint_key"]), lang)
+        except KeyError:
+            pass  # a key the course no longer has: the text the judge reported
     if group.get("hidden"):
-        line += " — 隐藏检查 (hidden checks)"
+        line += " — " + say("lines.hidden", lang)
         if status in ("not implemented", "timeout", "not run"):
-            line += f": {STATUS_TEXT.get(status, status)}"
+            line += f": {status_text(status, lang)}"
     elif group.get("what"):
-        line += f" — {group['what']}: 期望 (expected) {group.get('want')}"
+        line += f" — {lecture2_messages.localize(str(group['what']), lang)}: " + say("lines.expected", lang,
+                                                                                      want=group.get("want"))
         if group.get("got") is not None:
-            line += f"，得到 (got) {group['got']}"
-        numbers = [f"比值 ratio got/expected = {group['ratio']:.4g}" if _number(group.get("ratio")) else "",
-                   f"差 difference = {group['difference']:+.6g}" if _number(group.get("difference")) else ""]
+            line += say("lines.got", lang, got=group["got"])
+        numbers = [say("lines.ratio", lang, ratio=f"{group['ratio']:.4g}") if _number(group.get("ratio")) else "",
+                   say("lines.difference", lang, difference=f"{group['difference']:+.6g}")
+                   if _number(group.get("difference")) else ""]
         if any(numbers):
-            line += f" ({'，'.join(n for n in numbers if n)})"
+            line += f" ({say('lines.join', lang).join(n for n in numbers if n)})"
     elif status in ("not implemented", "timeout", "not run"):
-        line += f" — {STATUS_TEXT.get(status, status)}"
+        line += f" — {status_text(status, lang)}"
     elif group.get("message"):
-        line += f" — {str(group['message']).splitlines()[0][:200]}"
+        line += f" — {lecture2_messages.localize(str(group['message']).splitlines()[0][:200], lang)}"
     if hint:
-        line += f"\n     提示 (hint): {hint}"
+        line += "\n     " + say("lines.hint", lang, hint=hint)
     return line
 
 
-def result_line(result: TestResult, exercise: str) -> str:
-    """The grader's lines under a test cell (plain text)."""
-    points = f"{result.points:g}/{result.max_points:g} 分 (points)"
+def result_line(result: TestResult, exercise: str, lang: str = SOURCE) -> str:
+    """The grader's lines under a test cell (plain text), in `lang`."""
+    points = say("lines.points", lang, points=f"{result.points:g}", max_points=f"{result.max_points:g}")
     if result.visible_max is not None and result.visible_max < result.max_points:  # make validate: visible groups
-        points = f"{result.points:g}/{result.visible_max:g} 分 (points) in the visible checks, of {result.max_points:g}"
+        points = say("lines.visible_points", lang, points=f"{result.points:g}", visible=f"{result.visible_max:g}",
+                     max_points=f"{result.max_points:g}")
     mark = {"passed": "✅", "partial": "◐", "timeout": "⏱", "not implemented": "⏳", "not run": "⏹"}.get(result.status, "❌")
     head = f"{mark} {exercise}: {points}"
     if result.status in ("not implemented", "not run"):
-        head += f" — {STATUS_TEXT[result.status]}"
-    return "\n".join([head, *(group_line(g) for g in result.groups if result.status != "not run")])
+        head += f" — {status_text(result.status, lang)}"
+    return "\n".join([head, *(group_line(g, lang) for g in result.groups if result.status != "not run")])
 
 
 _MARKDOWN = None
@@ -119,7 +134,9 @@ def _markdown(text: str) -> str:
 
 def page(nb: Notebook, release_path: Path, result: NotebookResult, answers: dict[str, str],
          cells: list[CellStatus]) -> str:
-    """The feedback page: the release with the student's answers and the grader's lines (HTML)."""
+    """The feedback page: the release with the student's answers and the grader's lines (HTML), in the language of
+    the notebook's edition (nb.edition: its fixed words, its hints, its lang attribute)."""
+    lang = nb.edition
     release = nbformat.read(release_path, as_version=4)
     by_gid = {t.grade_id: t for t in result.tests}
     errors = {}
@@ -127,19 +144,20 @@ def page(nb: Notebook, release_path: Path, result: NotebookResult, answers: dict
     for status in cells:
         if status.status != "ok":
             errors[status.index] = status
-    body = [f"<h1>评分反馈 (feedback): {html(nb.stem)}</h1>",
-            f"<p>得分 (score): <b>{result.score:g} / {nb.max_score:g}</b></p>",
-            "<table><tr><th>检查 (test cell)</th><th>分数 (points)</th><th>结果 (status)</th></tr>"]
+    body = [f"<h1>{html(say('page.title', lang, stem=nb.stem))}</h1>",
+            f"<p>{say('page.score', lang)}: <b>{result.score:g} / {nb.max_score:g}</b></p>",
+            f"<table><tr><th>{say('page.test_cell', lang)}</th><th>{say('page.points', lang)}</th>"
+            f"<th>{say('page.status', lang)}</th></tr>"]
     for t in result.tests:
         body.append(f"<tr><td><code>{html(t.grade_id)}</code></td><td>{t.points:g} / {t.max_points:g}</td>"
-                    f"<td>{html(STATUS_TEXT.get(t.status, t.status))}</td></tr>")
+                    f"<td>{html(status_text(t.status, lang))}</td></tr>")
     body.append("</table>")
     if result.problems:
-        body.append("<p>评分时发现 (found while grading):</p><ul>")
+        body.append(f"<p>{say('page.problems', lang)}</p><ul>")
         body += [f"<li>{html(p)}</li>" for p in result.problems]
         body.append("</ul>")
     if result.notices:
-        body.append("<p>评分怎样读你的 notebook (how the grader read your notebook):</p><ul>")
+        body.append(f"<p>{say('page.notices', lang)}</p><ul>")
         body += [f"<li>{html(n, 2000)}</li>" for n in result.notices]
         body.append("</ul>")
     for cell in release.cells:
@@ -153,24 +171,26 @@ def page(nb: Notebook, release_path: Path, result: NotebookResult, answers: dict
             body.append(f"<pre class='answer'>{html(source, 200_000)}</pre>")
             error = errors.get(index_of.get(gid))
             if error:
-                where = f" (第 {error.line} 行)" if isinstance(error.line, int) else ""
-                body.append(f"<p class='note'>你的答案单元格出错 (your answer cell raised): {html(error.ename)}{where}</p>")
+                where = say("page.line", lang, line=error.line) if isinstance(error.line, int) else ""
+                body.append(f"<p class='note'>{html(say('page.cell_raised', lang, ename=error.ename, where=where))}</p>")
         elif gid in by_gid:
             body.append(f"<pre>{html(cell.source, 100_000)}</pre>")
             test = by_gid[gid]
             exercise = ", ".join(exercise_names(nb.cell(gid).source)) or gid
             bad = "" if test.status == "passed" else " bad"
-            body.append(f"<pre class='result{bad}'>{html(result_line(test, exercise), 20_000)}</pre>")
+            body.append(f"<pre class='result{bad}'>{html(result_line(test, exercise, lang), 20_000)}</pre>")
         else:
             body.append(f"<pre>{html(cell.source, 100_000)}</pre>")
-    return ("<!doctype html><html lang='zh'><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
+    return (f"<!doctype html><html lang='{EDITIONS[lang].lang}'><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width'>"
             f"<title>{html(nb.stem)} — feedback</title><style>{CSS}</style><body>" + "\n".join(body) + "</body></html>")
 
 
 def text_report(nb: Notebook, result: NotebookResult) -> str:
-    """The same lines as plain text (for `make validate`), control characters escaped."""
+    """The same lines as plain text (for `make validate`), in the notebook's edition's language, control characters
+    escaped."""
     lines = []
     for test in result.tests:
         exercise = ", ".join(exercise_names(nb.cell(test.grade_id).source)) or test.grade_id
-        lines.append(multiline(result_line(test, exercise)))
+        lines.append(multiline(result_line(test, exercise, nb.edition)))
     return "\n".join(lines)

@@ -16,14 +16,19 @@ written all the same, and the line says which notebook to save again from Jupyte
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import time
 import zipfile
 from pathlib import Path
 
+from lecture2 import editions
+
 from . import ASSIGNMENT
 from .files import AS_OPEN, atomic_file
 from .intake.names import STUDENT_ID  # the ids the collector reads back from <ID>/lec02/
+from .messages import say
 from .text import terminal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,8 +53,9 @@ def write(folder: Path, out: Path, student: str | None = None) -> list[str]:
     return names
 
 
-def validate_all(paths: list[Path]) -> tuple[int, list[str]]:
-    """(0 when every notebook could be read else 1, one summary line per notebook) from `make validate`'s checks."""
+def validate_all(paths: list[Path], lang: str = editions.SOURCE) -> tuple[int, list[str]]:
+    """(0 when every notebook could be read else 1, one summary line per notebook) from `make validate`'s checks,
+    in `lang`."""
     from . import validate
 
     status, lines = 0, []
@@ -59,9 +65,9 @@ def validate_all(paths: list[Path]) -> tuple[int, list[str]]:
             head = result[0] if result else terminal(path.name)
             if code != 0:
                 status = 1
-                lines.append(f"❌ {head} — 保存后再试一次 (save it from Jupyter again)")
+                lines.append("❌ " + say("handin.save_again", lang, head=head))
             else:
-                lines.append(f"✅ {head.split(' (隐藏检查')[0]}")
+                lines.append("✅ " + re.sub(r" \([^()]*\)$", "", head))  # without its note on the hidden checks
             print(lines[-1], flush=True)
     return status, lines
 
@@ -70,25 +76,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make handin", description=__doc__.split("\n\n")[0])
     parser.add_argument("--student", help="your id as the course knows it, when you hand in by e-mail or a shared "
                                           "folder (an LMS names the file for you)")
-    parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks" / ASSIGNMENT)
+    parser.add_argument("--edition", choices=sorted(editions.EDITIONS),
+                        default=os.environ.get(editions.ENV) if os.environ.get(editions.ENV) in editions.EDITIONS
+                        else editions.SOURCE, help="the edition you worked in (its folder, and the language of what "
+                                                   "this says): zh (notebooks/lec02) or en (notebooks/lec02-en)")
+    parser.add_argument("--notebooks", type=Path, help="the folder of your notebooks (default: your edition's)")
     parser.add_argument("--out", type=Path, help="the zip to write (default: lec02-handin.zip here)")
     parser.add_argument("--no-validate", action="store_true", help="write the zip without running the checks")
     args = parser.parse_args(argv)
+    lang = args.edition
+    folder = args.notebooks or ROOT / "notebooks" / editions.EDITIONS[lang].folder
     student = (args.student or "").strip() or None
     if student and not STUDENT_ID.fullmatch(student):
-        parser.error(f"--student {terminal(student, 60)!r}: use letters, digits and _.@+- only (e.g. your "
-                     "student number)")
-    paths = sorted(args.notebooks.glob("*.ipynb"))
+        parser.error(say("handin.bad_student", lang, student=repr(terminal(student, 60))))
+    paths = sorted(folder.glob("*.ipynb"))
     if not paths:
-        parser.error(f"no notebooks in {terminal(args.notebooks, 200)}")
+        parser.error(say("handin.no_notebooks", lang, folder=terminal(folder, 200)))
     status = 0
     if not args.no_validate:
-        print("检查每个 notebook (validating each notebook) ...", flush=True)
-        status, _ = validate_all(paths)
+        print(say("handin.validating", lang), flush=True)
+        status, _ = validate_all(paths, lang)
     out = args.out or Path.cwd() / zip_name(student)
-    names = write(args.notebooks, out, student)
-    print(f"\n已写好 (written): {out} — {len(names)} notebooks. 把这个 zip 交到课程网站 (upload this zip to the "
-          "LMS assignment)" + ("" if student else "; by e-mail or a shared folder: make handin STUDENT=your-id"))
+    names = write(folder, out, student)
+    print("\n" + say("handin.written", lang, out=out, count=len(names))
+          + ("" if student else say("handin.by_mail", lang)))
     return status
 
 

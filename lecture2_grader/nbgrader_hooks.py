@@ -27,6 +27,7 @@ from pathlib import Path
 
 from nbconvert.exporters import NotebookExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Unicode
 
 from . import ASSIGNMENT
 
@@ -96,3 +97,17 @@ class ClearExerciseNotes(NbGraderPreprocessor):
             if not notes:
                 del cell.metadata["lecture2"]
         return cell, resources
+
+
+class ChooseEdition(NbGraderPreprocessor):
+    """`make release` (tools/release.py), first of c.GenerateAssignment.preprocessors: the source notebook as the
+    edition being released reads it (lecture2.editions.in_edition: each cell's English in place for "en", no other
+    language kept in the release, the edition named in the notebook's metadata), before nbgrader's own
+    preprocessors clear solutions and hidden tests. The same code, check cells and grade_ids in every edition."""
+
+    edition = Unicode("zh", help="the edition released: a code of lecture2.editions.EDITIONS").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        from lecture2 import editions
+
+        return editions.in_edition(nb, self.edition), resources

@@ -75,7 +75,7 @@ def prepare(student: str, path: Path, nb: Notebook, runtime: Runtime, package_di
     own = {f"own cell {k + 1} 「{advice.first_line(c['source'])[:40]}」": c["source"]
            for k, c in enumerate(c for c in kernel.cells if c["kind"] == "own")}  # scanned like answers: they run
     findings = [str(f) for f in scan.scan({**answers.sources, **own})]
-    notices = advice.skipped_own_cells(answers, kernel) + advice.edited_course_cells(nb, answers)
+    notices = advice.skipped_own_cells(answers, kernel, nb.edition) + advice.edited_course_cells(nb, answers)
     return Job(student, nb.name, answers.sources, list(answers.problems), findings, judge_job(nb, kernel, draw), digest,
                notices, answers.predictions)
 

@@ -19,7 +19,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from . import ASSIGNMENT, pipeline, submission
+from lecture2 import editions
+
+from . import pipeline, submission
+from .messages import say
 from .course import load
 from .feedback import text_report
 from .judging import launch
@@ -31,9 +34,11 @@ from .text import multiline, terminal
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def release_copy(name: str) -> Path | None:
-    """The untouched release notebook `name`: the bundle keeps one in .release/, the course in notebooks/."""
-    for folder in (ROOT / ".release" / ASSIGNMENT, ROOT / "notebooks" / ASSIGNMENT):
+def release_copy(name: str, edition: str = editions.SOURCE) -> Path | None:
+    """The untouched release notebook `name` of `edition`: the bundle keeps one in .release/<its folder>, the
+    course in notebooks/<its folder> (lec02, lec02-en)."""
+    folder_name = editions.EDITIONS[edition].folder
+    for folder in (ROOT / ".release" / folder_name, ROOT / "notebooks" / folder_name):
         if (folder / name).is_file():
             return folder / name
     return None
@@ -52,25 +57,24 @@ def student_runtime(cell_timeout: float = CELL_SECONDS) -> Iterator[Runtime]:
 
 def validate(path: Path, runtime: Runtime) -> tuple[int, list[str]]:
     """(exit status, lines to print) for one student notebook."""
-    release = release_copy(path.name)
+    edition = editions.of_file(path) or editions.SOURCE  # the student's notebook's edition: its checks' language
+    release = release_copy(path.name, edition) or release_copy(path.name)
     if release is None:
-        return 2, [f"{terminal(path.name)}: not a notebook of this assignment (no release notebook of that name)"]
-    nb = load(release, release)
+        return 2, [say("validate.not_ours", edition, name=terminal(path.name))]
+    nb = load(release, release, editions.of_file(release) or editions.SOURCE)
     job = pipeline.prepare("you", path, nb, runtime)
     if job.judge is None:
         return 2, [f"{terminal(path.name)}: {terminal(job.problems[0] if job.problems else 'cannot be read')}"]
     judged = Judged.from_json(launch.run(job.judge, runtime))
     result = pipeline.finish(job, judged, nb)
     visible = sum(t.visible_max if t.visible_max is not None else t.max_points for t in result.tests)
-    lines = [f"{nb.stem}: {result.score:g}/{visible:g} 分 (points) in the visible checks, of {nb.max_score:g} in all "
-             "(隐藏检查 hidden checks run when your instructor grades)", text_report(nb, result)]
+    lines = [say("validate.score", nb.edition, stem=nb.stem, score=f"{result.score:g}", visible=f"{visible:g}",
+                 max_score=f"{nb.max_score:g}"), text_report(nb, result)]
     lines += [f"⚠️ {multiline(p)}" for p in result.problems]
     lines += [f"ℹ️ {multiline(n)}" for n in result.notices]
     size = path.stat().st_size
     if size > submission.LARGE:
-        lines.append(f"ℹ️ 这个 notebook 有 {size / 1e6:.0f} MB，几乎都是保存下来的输出 (saved outputs: plots, logs)。评分只读取单元格的"
-                     "源代码 (cell sources)，输出不会被读取，也不影响分数 (harmless)；想让文件小一些，可以先 Edit > Clear "
-                     "Outputs of All Cells 再保存。")
+        lines.append("ℹ️ " + say("validate.large", nb.edition, mb=f"{size / 1e6:.0f}"))
     return 0, lines
 
 
@@ -84,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     with student_runtime(args.cell_timeout) as runtime:
         for path in args.notebooks:
             if not path.is_file():
-                print(f"{terminal(path)}: no such file")
+                print(say("validate.no_file", editions.SOURCE, name=terminal(path)))
                 status = max(status, 2)
                 continue
             code, lines = validate(path, runtime)

@@ -1,8 +1,9 @@
 """The class roster the hub lets in: one person a row, their role, and a hash of their own password.
 
-    name,role,password
+    name,role,password,edition
     teacher,instructor,pbkdf2_sha256$600000$<salt>$<hash>
     alice,student,pbkdf2_sha256$600000$<salt>$<hash>
+    bob,student,pbkdf2_sha256$600000$<salt>$<hash>,en
 
 A name is a Unix user name the hub can create (each student's server runs as that user): lowercase letters,
 digits, - and _, starting with a letter, at most 32 characters. It is also the student's id in nbgrader's
@@ -11,7 +12,9 @@ is a PBKDF2 hash, never the password: `python -m lecture2_hub passwords ROSTER` 
 random password, writes the hashes into the roster (the earlier file kept beside it, owner-only) and the passwords
 into a file only you can read, to hand out. The demo class (demo_roster.csv, `make hub HUB_DEMO=1`) is for a first
 try on your own machine only: its students share one password, DEMO_PASSWORD, and its instructor gets a new
-random one at each start (`demo`), printed once.
+random one at each start (`demo`), printed once. `edition` (optional) is the edition a student takes
+(lecture2.editions): `zh` (the default: the assignment lec02, the lab in Simplified Chinese) or `en` (the
+assignment lec02-en, the lab in English).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from lecture2 import editions
 from lecture2_grader.files import OWNER_ONLY, write_atomic
 
 DEMO_ROSTER = Path(__file__).with_name("demo_roster.csv")
@@ -40,6 +44,7 @@ class Person:
     name: str
     role: str  # "student" or "instructor"
     password_hash: str  # "" when none is set yet (that person cannot log in)
+    edition: str = editions.SOURCE  # the edition they take: its assignment on the hub, their lab's language
 
 
 class RosterError(ValueError):
@@ -90,6 +95,7 @@ def load(path: Path) -> list[Person]:
         name = cells[0]
         role = (cells[1] if len(cells) > 1 and cells[1] else "student").lower()
         password_hash = cells[2] if len(cells) > 2 else ""
+        edition = (cells[3] if len(cells) > 3 and cells[3] else editions.SOURCE).lower()
         shown = name.encode("unicode_escape").decode("ascii")
         if not NAME.fullmatch(name):
             problems.append(f"line {number}: {shown!r} is not a valid user name: lowercase letters, digits, - and _, "
@@ -100,7 +106,10 @@ def load(path: Path) -> list[Person]:
             seen[name] = number
         if role not in ROLES:
             problems.append(f"line {number}: role {role!r} is not 'student' or 'instructor'")
-        people.append(Person(name, role, password_hash))
+        if edition not in editions.EDITIONS:
+            problems.append(f"line {number}: edition {edition.encode('unicode_escape').decode('ascii')[:20]!r} is "
+                            f"not one of {', '.join(repr(e) for e in editions.EDITIONS)}")
+        people.append(Person(name, role, password_hash, edition))
     if problems:
         raise RosterError("\n".join(f"{path}: {p}" for p in problems))
     if not people:
@@ -122,9 +131,10 @@ def set_passwords(path: Path, out: Path) -> list[str]:
     write_atomic(backup, path.read_bytes(), OWNER_ONLY)  # the earlier hashes: never readable by others either
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["name", "role", "password"])
+    writer.writerow(["name", "role", "password", "edition"])
     for p in people:
-        writer.writerow([p.name, p.role, hash_password(new[p.name]) if p.name in new else p.password_hash])
+        writer.writerow([p.name, p.role, hash_password(new[p.name]) if p.name in new else p.password_hash,
+                         p.edition])
     write_atomic(path, buffer.getvalue(), OWNER_ONLY)  # password hashes: never readable by others, not even briefly
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as fh:
@@ -140,9 +150,9 @@ def demo(state: Path) -> tuple[Path, str]:
     rows = []
     for person in load(DEMO_ROSTER):
         digest = hash_password(password) if person.role == "instructor" else person.password_hash
-        rows.append([person.name, person.role, digest])
+        rows.append([person.name, person.role, digest, person.edition])
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows([["name", "role", "password"], *rows])
+    csv.writer(buffer, lineterminator="\n").writerows([["name", "role", "password", "edition"], *rows])
     path = state / "demo-roster.csv"
     write_atomic(path, buffer.getvalue(), OWNER_ONLY)
     return path, password

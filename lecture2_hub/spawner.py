@@ -20,12 +20,15 @@ from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 
+from lecture2 import editions
+
 from . import accounts, confine, disks, limits, roster, settings
 
 
-def config_dir(state: Path, role: str) -> Path:
-    """The Jupyter config folder of a role's servers (written by `make hub`, lecture2_hub.control)."""
-    return state / "config" / role
+def config_dir(state: Path, role: str, edition: str = editions.SOURCE) -> Path:
+    """The Jupyter config folder of a role's servers (written by `make hub`, lecture2_hub.control); a student of
+    another edition than the source's has one of their own (config/student-en: the lab in that language)."""
+    return state / "config" / (role if edition == editions.SOURCE else f"{role}-{edition}")
 
 
 class CourseSpawner(LocalProcessSpawner):
@@ -38,6 +41,12 @@ class CourseSpawner(LocalProcessSpawner):
     def role(self) -> str:
         people = {p.name: p for p in roster.load(Path(self._settings().roster))}
         return people[self.user.name].role if self.user.name in people else "student"
+
+    @property
+    def edition(self) -> str:
+        """The edition the roster names for this person (lecture2_hub.roster: the source's by default)."""
+        people = {p.name: p for p in roster.load(Path(self._settings().roster))}
+        return people[self.user.name].edition if self.user.name in people else editions.SOURCE
 
     @property
     def unix_name(self) -> str:
@@ -101,7 +110,9 @@ class CourseSpawner(LocalProcessSpawner):
         s = self._settings()
         state = Path(s.state)
         env["PATH"] = f"{s.venv_bin}:/usr/local/bin:/usr/bin:/bin"
-        env["JUPYTER_CONFIG_PATH"] = str(config_dir(state, self.role))
+        edition = self.edition if self.role == "student" else editions.SOURCE
+        env["JUPYTER_CONFIG_PATH"] = str(config_dir(state, self.role, edition))
+        env[editions.ENV] = edition  # what lecture2 says in her kernels, where a notebook names no edition
         env[settings.TAG_ENV] = s.state
         env.pop("NBGRADER_EXECUTION", None)
         if self.role == "instructor":  # the instructor's lab state under the hub's folder, not in their home

@@ -21,6 +21,8 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 from tornado.ioloop import IOLoop
 
+from lecture2_grader.messages import say, student_language
+
 TIMEOUT_S = 600
 
 
@@ -41,7 +43,7 @@ def run_validate(path: Path) -> dict:
         proc = subprocess.run([sys.executable, "-m", "lecture2_grader.validate", str(path)], capture_output=True,
                               text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return {"success": False, "value": f"检查超时 (validation took more than {TIMEOUT_S} s)"}
+        return {"success": False, "value": say("button.timeout", student_language(path), seconds=TIMEOUT_S)}
     return reply(proc.returncode, proc.stdout, proc.stderr)
 
 

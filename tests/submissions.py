@@ -8,7 +8,7 @@ from pathlib import Path
 
 import nbformat
 
-from conftest import RELEASE, SOLUTIONS
+from conftest import RELEASE, ROOT, SOLUTIONS
 
 
 def reference_answers(name: str) -> dict[str, str]:
@@ -17,14 +17,21 @@ def reference_answers(name: str) -> dict[str, str]:
             if c.metadata.get("nbgrader", {}).get("solution")}
 
 
-def release(name: str) -> nbformat.NotebookNode:
-    return nbformat.read(RELEASE / name, as_version=4)
+def release_folder(edition: str = "zh") -> Path:
+    """The committed release of `edition` (lecture2.editions): notebooks/lec02, notebooks/lec02-en."""
+    from lecture2 import editions
+
+    return ROOT / "notebooks" / editions.EDITIONS[edition].folder if edition != "zh" else RELEASE
 
 
-def filled(name: str, **replace: str) -> nbformat.NotebookNode:
-    """The release of `name` with every answer cell typed in: the reference, or replace[grade_id]."""
+def release(name: str, edition: str = "zh") -> nbformat.NotebookNode:
+    return nbformat.read(release_folder(edition) / name, as_version=4)
+
+
+def filled(name: str, *, edition: str = "zh", **replace: str) -> nbformat.NotebookNode:
+    """The release of `name` (in `edition`) with every answer cell typed in: the reference, or replace[grade_id]."""
     reference = reference_answers(name)
-    nb = release(name)
+    nb = release(name, edition)
     for cell in nb.cells:
         gid = grade_id(cell)
         if gid in reference:

@@ -10,7 +10,8 @@ from conftest import ROOT
 GRADER = ROOT / "lecture2_grader"
 # Lowest first. A module may import its own layer's and lower layers' modules; a layer's row says what it holds.
 LAYERS = [
-    ("ground", {"text", "files", "source", "course", "records", "sandbox", "runtime", "draws", "predictions"}),
+    ("ground", {"text", "files", "source", "course", "records", "sandbox", "runtime", "draws", "predictions",
+                "messages"}),
     ("a notebook's parts", {"submission", "scan", "plan", "owncells", "advice", "score", "judging", "store", "report",
                             "release_feedback"}),
     ("one notebook", {"pipeline", "feedback", "artifacts", "readers"}),

@@ -195,3 +195,27 @@ def test_what_notebooks_10_11_and_the_planner_cite_is_in_the_bundle(tmp_path):
     docs = set(re.findall(r"(?<![/\w])docs/[\w.-]+\.md", notebook + code))  # not CUTLASS's media/docs/...
     assert "docs/planning.md" in docs and docs <= names, sorted(docs - names)
     assert not re.findall(r"\btests/[\w.-]+", notebook)
+
+
+def test_the_bundle_carries_both_editions_and_the_lab_opens_the_students(tmp_path):
+    """Issue 41: both editions' notebooks (and their clean copies for `make validate`) are in the bundle; `make lab
+    EDITION=en` opens notebooks/lec02-en in an English JupyterLab, `make lab` notebooks/lec02 in Simplified Chinese
+    (JupyterLab's translation setting, per edition), and validate and handin follow EDITION."""
+    from lecture2 import editions, lab as lab_module
+
+    files = bundle.bundle_files()
+    for folder in [e.folder for e in editions.EDITIONS.values() if (ROOT / "notebooks" / e.folder).is_dir()]:
+        assert f"notebooks/{folder}/01_tensors_dtypes.ipynb" in files and f".release/{folder}/01_tensors_dtypes.ipynb" in files
+    folder = _unzipped(tmp_path)
+    en, zh = _make_n(folder, "lab", "EDITION=en"), _make_n(folder, "lab")
+    assert "python -m lecture2.lab en" in en.stdout and "LECTURE2_EDITION=en" in en.stdout, en.stdout
+    assert "python -m lecture2.lab zh" in zh.stdout and "lab-settings/zh" in zh.stdout
+    assert "--edition en" in _make_n(folder, "handin", "EDITION=en").stdout
+    assert "notebooks/lec02-en/" in _make_n(folder, "validate", "EDITION=en").stdout or not (
+        ROOT / "notebooks" / "lec02-en").is_dir()
+    settings = tmp_path / "settings"
+    path = lab_module.write_locale(settings, "zh")
+    path.write_text(json.dumps({"locale": "zh_CN", "mine": 1}))
+    lab_module.write_locale(settings, "en")
+    assert json.loads(path.read_text()) == {"locale": "en", "mine": 1}
+    assert lab_module.main(["fr", str(settings)]) == 2

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from conftest import SOLUTIONS, notebook_names
+from lecture2 import editions
 from tools import pace
 
 MAX_CORE_CELL_LINES = 30
@@ -47,3 +48,23 @@ def test_depth_is_marked_carries_no_point_and_no_core_cell_is_longer_than_a_scre
     for i in deep_starts:
         first = "".join(cells[i]["source"]).lstrip()
         assert cells[i]["cell_type"] == "markdown" and first.startswith("## 深入（可跳过）"), (name, i, first[:60])
+
+
+def _translated() -> list[str]:
+    from tools import editions as tool
+
+    return [p.name for p in tool.translated_paths()]
+
+
+@pytest.mark.parametrize("name", _translated())
+def test_the_english_edition_states_the_minutes_the_rule_gives_its_own_prose(name):
+    """Each edition's minutes come from its own prose (`python -m tools.pace --edition en --restate` writes them);
+    the English course's total is what the rule gives it, each notebook's core within NOTEBOOK_MAX."""
+    core, deep = pace.notebook_pace(SOLUTIONS / name, "en")
+    assert pace.stated(SOLUTIONS / name, "en") == (core.minutes, deep.minutes or None), (name, core, deep)
+    assert core.minutes <= pace.NOTEBOOK_MAX, (name, core)
+    cells = editions.in_edition(json.loads((SOLUTIONS / name).read_text(encoding="utf-8")), "en")["cells"]
+    for i, cell in enumerate(cells):
+        src = "".join(cell["source"]).lstrip()
+        if pace.is_deep(cell) and (i == 0 or not pace.is_deep(cells[i - 1])):
+            assert src.startswith("## Optional depth"), (name, i, src[:60])

@@ -4,6 +4,7 @@ Each earns exactly what its answers honestly earn and draws its report line; no 
 the course or the gradebook; nothing a student controls reaches the instructor's terminal, a feedback page or
 a CSV file unescaped.
 
+Some students take the English edition (issue 41: a mixed class, answers matched by grade_id; english_corpus).
 The corpus uses notebook 01 (5 points: tensor_bytes 2, float_format_limits 3), so that grading ~85 students stays
 quick (about 80 s on 2 cores). An attack that needs an answer cell run after tensor_bytes' hidden cases uses
 float_format_limits, the answer after them.
@@ -404,14 +405,28 @@ def tensor_bytes(shape, dtype):
 '''
 
 
+def english_corpus() -> dict[str, dict]:
+    """A mixed class (issue 41): students of the English edition, graded by the same checks (answers matched by
+    grade_id), their feedback in English."""
+    return {
+        "en-correct": one(sub.filled(NB1, edition="en"), FULL),
+        "en-planted-mistake": one(sub.filled(NB1, edition="en", **{TB: BITS}), FULL - TB_PTS),
+        "en-blank": one(sub.release(NB1, "en"), 0, ["blank (nothing attempted): 01_tensors_dtypes"]),
+        "en-helper-in-own-cell": one(own_cell_before(TB, "def count(shape):\n    return math.prod(shape)\n",
+                                                     sub.filled(NB1, edition="en", **{TB: "def tensor_bytes(shape, dtype):\n"
+                                                                "    return count(shape) * dtype.itemsize\n"})), FULL),
+    }
+
+
 def make_course(root: Path, names: list[str], cases: dict[str, dict]) -> Path:
     import shutil
 
     shutil.copy(ROOT / "nbgrader_config.py", root)
-    for kind, folder in (("solutions", SOLUTIONS), ("notebooks", RELEASE)):
-        (root / kind / ASSIGNMENT).mkdir(parents=True)
+    for kind, folder, into in (("solutions", SOLUTIONS, ASSIGNMENT), ("notebooks", RELEASE, ASSIGNMENT),
+                               ("notebooks", sub.release_folder("en"), sub.release_folder("en").name)):
+        (root / kind / into).mkdir(parents=True)
         for name in names:
-            shutil.copy(folder / name, root / kind / ASSIGNMENT)
+            shutil.copy(folder / name, root / kind / into)
     for student, case in cases.items():
         folder = root / "submitted" / student / ASSIGNMENT
         if not case.get("folder", True):
@@ -434,7 +449,8 @@ def grading_runtime(cell_timeout: float = 5, notebook_timeout: float = 120):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("class")
-    cases = {**saved_oddly_corpus(root), **honest_corpus(), **faults_corpus(), **attacks_corpus(root), **turn5_corpus()}
+    cases = {**saved_oddly_corpus(root), **honest_corpus(), **faults_corpus(), **attacks_corpus(root), **turn5_corpus(),
+             **english_corpus()}
     course = make_course(root, [NB1], cases)
     (course / "submitted" / "bad name!").mkdir()  # a folder the grader does not accept: noted, the class goes on
     marker = Path("/tmp/lecture2-escape-marker")
@@ -712,3 +728,21 @@ def test_a_stored_result_and_a_feedback_page_stay_small_whatever_the_file(graded
         for path in [*(course / "autograded" / student).rglob("*"), *(course / "feedback" / student).rglob("*")]:
             if path.is_file():
                 assert path.stat().st_size < 2**20, (path, path.stat().st_size)
+
+
+def test_a_mixed_class_reads_each_student_in_their_edition(graded):
+    """Issue 41: the English edition's students are graded by the same checks (their scores: the first test) and
+    read their feedback in English (the page's lang, its fixed words, the usual mistake's hint); the Chinese
+    edition's in Chinese; the class's CSV files hold both, one row per student."""
+    from lecture2 import checks
+    from lecture2.hints_en import HINTS_EN
+
+    course = graded["course"]
+    en = (course / "feedback" / "en-planted-mistake" / ASSIGNMENT / f"{S1}.html").read_text("utf-8")
+    zh = (course / "feedback" / "planted-mistake" / ASSIGNMENT / f"{S1}.html").read_text("utf-8")
+    assert "<html lang='en'>" in en and "<html lang='zh'>" in zh
+    assert html.escape(HINTS_EN["bits_for_bytes"], quote=False) in en and "提示 (hint)" not in en
+    assert html.escape(checks.HINTS["bits_for_bytes"], quote=False) in zh
+    assert "Feedback: " in en and "hint: " in en
+    rows = {r["student"] for r in csv.DictReader((course / "grades.csv").open(encoding="utf-8"))}
+    assert {"en-correct", "en-planted-mistake", "correct", "planted-mistake"} <= rows

@@ -367,3 +367,19 @@ def test_a_link_in_the_inbound_is_never_followed_even_when_swapped_in_while_coll
     assert b"THE MODEL ANSWER" not in history
     assert b"hers" in history  # her own file was collected between the swaps
     assert saw_the_link(), notes[:5]
+
+
+def test_the_hubs_english_assignment_is_collected_as_the_same_notebooks():
+    """Issue 41: the hub releases each edition as an assignment of its own (lec02, lec02-en); a submission of either
+    from nbgrader's inbound folder is the student's notebook (graded in the edition its file names)."""
+    from lecture2_grader.intake.archives import Received
+    from lecture2_grader.intake.recognise import attribute
+
+    released = {"01_tensors_dtypes.ipynb": set()}
+    for assignment in ("lec02", "lec02-en"):
+        item = attribute(Received("x", b"", parts=[f"bob+{assignment}+2026-03-01 10:00:00.000000 UTC",
+                                                   "01_tensors_dtypes.ipynb"]), released)
+        assert (item.student, item.lms) == ("bob", "exchange"), (assignment, item)
+    other = attribute(Received("x", b"", parts=["bob+lec03+2026-03-01 10:00:00.000000 UTC", "01_tensors_dtypes.ipynb"]),
+                      released)
+    assert other.lms != "exchange"

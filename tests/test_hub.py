@@ -385,3 +385,32 @@ def test_the_port_check_lets_a_hub_start_again_right_after_it_stopped():
         client.close()
         assert not preflight.port_free(port)  # still listening
     assert preflight.port_free(port)
+
+
+def test_each_student_takes_the_edition_the_roster_names(tmp_path, shared_dir):
+    """Issue 41: the roster's optional `edition` column (zh by default, or en) picks a student's assignment and
+    their lab's language: the English edition's servers read config/student-en (JupyterLab's translation setting
+    en), the Chinese's config/student (zh_CN, the language pack); a bad edition is refused with its row; both
+    editions' releases go into the exchange as assignments of their own (lec02, lec02-en)."""
+    from lecture2_hub import configs, limits
+    from lecture2_hub.spawner import config_dir
+
+    people = {p.name: p for p in roster.load(roster.DEMO_ROSTER)}
+    assert people["bob"].edition == "en" and people["alice"].edition == "zh" and people["teacher"].edition == "zh"
+    bad = tmp_path / "roster.csv"
+    bad.write_text("teacher,instructor\nalice,student,,fr\n", encoding="utf-8")
+    with pytest.raises(roster.RosterError, match="line 2: edition 'fr' is not one of 'zh', 'en'"):
+        roster.load(bad)
+    configs.write(shared_dir, shared_dir / "exchange", limits.parse("kernels=2"))
+    for edition, locale in (("zh", "zh_CN"), ("en", "en")):
+        folder = config_dir(shared_dir, "student", edition)
+        overrides = json.loads((folder / "lab-settings" / "overrides.json").read_text())
+        assert overrides["@jupyterlab/translation-extension:plugin"] == {"locale": locale}
+        assert json.loads((folder / "jupyter_server_config.json").read_text())["LabApp"]["app_settings_dir"] == \
+            str(folder / "lab-settings")
+    assert config_dir(shared_dir, "student", "en").name == "student-en"
+    path = tmp_path / "passwords.csv"
+    roster_path = tmp_path / "class.csv"
+    roster_path.write_text("teacher,instructor\nbob,student,,en\n", encoding="utf-8")
+    roster.set_passwords(roster_path, path)
+    assert {p.name: p.edition for p in roster.load(roster_path)} == {"teacher": "zh", "bob": "en"}

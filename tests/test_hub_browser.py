@@ -36,6 +36,7 @@ NAME = "01_tensors_dtypes.ipynb"
 GRADE_ID = "ex01_tensor_bytes"
 BITS = next(m for m in MISTAKES if m.grade_id == GRADE_ID and m.name == "bits instead of bytes")
 TIMES: dict[str, float] = {}
+MENU_FILE = re.compile(r"^(File|文件)$")  # JupyterLab's File menu, in either edition's language
 LIMITS = "disk=128MiB,exchange=128MiB,idle=0"  # each student's home and the exchange: file systems of their own
 
 
@@ -91,7 +92,9 @@ def _login(browser, base: str, name: str, password: str):
 def _wait_for_lab(pg, name: str, log: Path) -> None:
     try:
         pg.locator(".jp-LabShell, #jp-main-dock-panel").first.wait_for(timeout=120_000)
-        pg.locator(".lm-MenuBar-itemLabel", has_text="File").wait_for(timeout=60_000)
+        # the lab in its edition's language (issue 41): JupyterLab's menus in Simplified Chinese for the Chinese
+        # edition (jupyterlab-language-pack-zh-CN), in English for the English one; nbgrader's own are untranslated
+        pg.locator(".lm-MenuBar-itemLabel", has_text=MENU_FILE).first.wait_for(timeout=60_000)
     except Exception:
         _shot(pg, f"failed_login_{name.split('-')[0]}")
         pytest.fail(f"{name}'s lab did not open ({pg.url}):\n" + log.read_text(errors="replace")[-4000:])
@@ -140,7 +143,7 @@ def _validation(pg, name: str) -> str:
     dialog.locator(".jp-Dialog-header", has_text="Validation").wait_for(timeout=180_000)
     text = dialog.inner_text()
     _shot(pg, f"{name}_3_validated")
-    dialog.locator("button", has_text="Ok").first.click()
+    dialog.locator("button", has_text=re.compile(r"^(Ok|确认)$")).first.click()  # the lab in either language
     return text
 
 
@@ -163,7 +166,9 @@ def _students_hand_in(students: list[tuple], log: Path) -> list[str]:
         for pg, name, source in students:
             short = name.split("-")[0]
             panel = _assignments(pg)
-            panel.locator("#released_assignments_list .list_item button", has_text="Fetch").click()
+            released = panel.locator("#released_assignments_list .list_item",  # lec02, not lec02-en (issue 41)
+                                     has=pg.locator(".item_name", has_text=re.compile(rf"^\s*{ASSIGNMENT}\s*$")))
+            released.locator("button", has_text="Fetch").click()
             panel.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT).wait_for(timeout=60_000)
             _shot(pg, f"{short}_1_fetched")
             _fill(pg, short, source)
@@ -235,6 +240,7 @@ def test_a_class_on_the_hub_end_to_end():
                 ana_pg, ben_pg, teacher = (_login(browser, base, n, passwords[n]) for n in (ana, ben, prof))
                 right = _answer(sub.reference_answers(NAME)[GRADE_ID])
                 ana_report, ben_report = _students_hand_in([(ana_pg, ana, right), (ben_pg, ben, _answer(BITS.source))], log)
+                assert ana_pg.locator(".lm-MenuBar-itemLabel", has_text="文件").count() == 1  # the Chinese edition's lab
                 assert ana_pg.url.startswith(f"http://{ana}.localhost:{hub.port}/user/{ana}/"), ana_pg.url  # her origin
                 formgrader = ana_pg.evaluate(f"fetch('/user/{ana}/formgrader/api/status').then(r => r.status)")
                 assert formgrader == 404, "a student's server answers the formgrader"

@@ -38,3 +38,16 @@ def test_each_part_of_a_notebook_counts_by_the_rule(tmp_path):
     assert core.minutes == 9  # 606/300 + 6/200 + 3/15 + 5 + 1 = 8.3 -> 9
     assert (deep.cjk, deep.code_lines) == (3002, 30) and deep.minutes == 13
     assert pace.stated(_nb(tmp_path, cells)) == (9, None)
+
+
+def test_each_edition_counts_its_own_prose_and_the_glossary_is_optional(tmp_path):
+    """The English edition's minutes come from its English (200 words a minute), stated as "about N minutes";
+    a cell tagged `glossary` counts as optional depth."""
+    first = _md("预计 1 分钟 · " + "字" * 290)
+    first["metadata"] = {"lecture2": {"en": {"source": "about 2 minutes · " + "word " * 290}}}
+    glossary = _md("术语 " * 600)
+    glossary["metadata"] = {"tags": ["glossary"], "lecture2": {"en": {"source": "term " * 400}}}
+    path = _nb(tmp_path, [first, glossary])
+    assert pace.notebook_pace(path)[0].minutes == 1 and pace.notebook_pace(path, "en")[0].minutes == 2
+    assert pace.notebook_pace(path, "en")[1].minutes == 2
+    assert pace.stated(path) == (1, None) and pace.stated(path, "en") == (2, None)

@@ -18,6 +18,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from lecture2 import editions
+
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "lec02"
 
@@ -26,8 +28,13 @@ STUDENT_README = """# Lecture 2 — PyTorch and compute accounting (student bund
 You need Python ≥ 3.10 and `make`. In this folder:
 
 ```bash
-make lab     # set up .venv (PyTorch 2.13.0, JupyterLab, lecture2), then open JupyterLab on notebooks/
+make lab EDITION=en   # set up .venv (PyTorch 2.13.0, JupyterLab, lecture2), then open the English edition
 ```
+
+The course comes in two editions with the same exercises, checks and points: `make lab EDITION=en` opens the
+English one (`notebooks/lec02-en/`) in an English JupyterLab; `make lab` opens the Chinese one (`notebooks/lec02/`)
+in JupyterLab's Simplified Chinese. Work in one of them; write `EDITION=en` with `make validate` and `make handin`
+too when it is the English one. A notebook not yet translated says so at its top and is in Chinese.
 
 The first run takes a few minutes (it downloads PyTorch and JupyterLab into `.venv/` here); later runs start at
 once. `make lab` opens JupyterLab in your web browser; where there is none (a server, SSH) it prints a URL with
@@ -44,30 +51,29 @@ pip's default build is already the right one.
 peak FLOP/s that applies. Commands of the package need the environment's Python, `.venv/bin/python`; a
 plain `python` outside it does not have PyTorch.
 
-Work through `notebooks/lec02/` in order. Each exercise is a function in a cell marked `YOUR CODE HERE`;
+Work through `notebooks/lec02-en/` (or `notebooks/lec02/`) in order. Each exercise is a function in a cell marked `YOUR CODE HERE`;
 the check cell under it says ✅ or tells you what was expected, what came back, and a hint. Hidden checks run
 when your instructor grades. Before handing in, validate each notebook as the grader will:
 
 ```bash
-make validate NOTEBOOK=notebooks/lec02/01_tensors_dtypes.ipynb     # or `make validate` for all of them
+make validate NOTEBOOK=notebooks/lec02-en/01_tensors_dtypes.ipynb    # or `make validate EDITION=en` for all
 ```
 
 When your instructor grades, your answer cells (and your own cells that only define functions, classes or
 constants: your helpers) run in a process of their own, and the check cells in another, which hands your
 functions each check's inputs and takes back what they return. Write your answers however you like (prints,
 helpers, imports are fine); only the checks decide the points. `make validate` runs the same pipeline on the
-visible checks and prints the score they give. The prose, hints and check messages are in Chinese, with the
-English technical terms.
+visible checks and prints the score they give, in your notebook's language.
 
 ## Handing in
 
 ```bash
-make handin                  # validate every notebook, then write lec02-handin.zip here
-make handin STUDENT=your-id  # the same, for a hand-in by e-mail or a shared folder: alice-lec02-handin.zip
+make handin EDITION=en                  # validate every notebook, then write lec02-handin.zip here
+make handin EDITION=en STUDENT=your-id  # the same, for e-mail or a shared folder: alice-lec02-handin.zip
 ```
 
 `make handin` prints one line per notebook (the visible checks' points: a low score is fine, it only shows
-where you stand) and writes one zip with every notebook of `notebooks/lec02/` as you saved it (save them in
+where you stand) and writes one zip with every notebook of your edition's folder as you saved it (save them in
 Jupyter first). It exits with an error only when a notebook cannot be read; it says which one.
 
 - **Canvas or Moodle**: upload `lec02-handin.zip` to the assignment (Canvas: *Submit Assignment* > *Upload File*;
@@ -77,7 +83,8 @@ Jupyter first). It exits with an error only when a notebook cannot be read; it s
 - **By e-mail or a shared folder**: `make handin STUDENT=your-id` (the id your instructor gave you) and send
   `your-id-lec02-handin.zip`.
 - **JupyterHub with nbgrader's Assignments tab**: your instructor's hub shows *Assignments*; there *Fetch* the
-  assignment, work in the fetched folder, and *Submit*. Nothing else to do.
+  assignment of your edition (`lec02-en` in English, `lec02` in Chinese), work in the fetched folder, and
+  *Submit*. Nothing else to do.
 
 Keep the file names as they are: the grader recognises a notebook by its name (a renamed one by its cells).
 
@@ -86,8 +93,12 @@ Keep the file names as they are: the grader recognises a notebook by its name (a
 需要 Python ≥ 3.10 和 `make`。在这个文件夹里运行：
 
 ```bash
-make lab     # 建立 .venv（PyTorch 2.13.0、JupyterLab、lecture2），然后在 notebooks/ 上打开 JupyterLab
+make lab     # 建立 .venv（PyTorch 2.13.0、JupyterLab、lecture2），然后打开中文版
 ```
+
+课程有两个版本，练习、检查和分数完全相同：`make lab` 打开中文版（`notebooks/lec02/`），JupyterLab 界面也是简体中文；
+`make lab EDITION=en` 打开英文版（`notebooks/lec02-en/`），界面是英文。用其中一个版本做题；用英文版时，
+`make validate` 和 `make handin` 也要加上 `EDITION=en`。
 
 第一次运行要几分钟（把 PyTorch 和 JupyterLab 下载到这里的 `.venv/`），以后会立即启动。`make lab` 会在浏览器中
 打开 JupyterLab；没有浏览器时（服务器、SSH）它会打印一个带 token 的网址（`http://127.0.0.1:8888/lab?token=...`），
@@ -106,7 +117,7 @@ make lab     # 建立 .venv（PyTorch 2.13.0、JupyterLab、lecture2），然后
 通过时显示 ✅，否则告诉你期望值、你的结果和提示。交作业前用 `make validate NOTEBOOK=...`（或 `make validate`
 检查全部）按评分的方式检查：评分时你的答案单元格和你自己加的、只定义函数、类或常量的单元格在一个单独的进程里运行，
 检查单元格在另一个进程里运行；`make validate` 走同样的流程，给出可见检查的得分（隐藏检查在老师评分时才运行）。
-notebook 里的说明、提示和检查信息是中文的，技术术语附英文。
+中文版里的说明、提示和检查信息是中文的，技术术语附英文。
 
 ## 交作业
 
@@ -116,7 +127,7 @@ make handin STUDENT=你的学号   # 同上，用于通过邮件或共享文件�
 ```
 
 `make handin` 每个 notebook 打印一行（可见检查的得分：分数低没关系，只是告诉你现在的情况），然后把
-`notebooks/lec02/` 里保存好的所有 notebook 写进一个 zip（先在 Jupyter 里保存）。只有某个 notebook 读不出来时
+你所用版本的文件夹（中文版是 `notebooks/lec02/`）里保存好的所有 notebook 写进一个 zip（先在 Jupyter 里保存）。只有某个 notebook 读不出来时
 它才报错退出，并说明是哪一个。
 
 - **Canvas 或 Moodle**：把 `lec02-handin.zip` 上传到作业（Canvas：*Submit Assignment* > *Upload File*；
@@ -124,7 +135,7 @@ make handin STUDENT=你的学号   # 同上，用于通过邮件或共享文件�
   notebook）也可以：上传新的 zip，或只上传那一个 notebook，保持原名（如 `09_training_cost.ipynb`）；你的其他
   notebook 保持原来交的样子。
 - **邮件或共享文件夹**：运行 `make handin STUDENT=你的学号`（老师给你的编号），发送 `你的学号-lec02-handin.zip`。
-- **JupyterHub 上 nbgrader 的 Assignments 页面**：老师的 hub 上有 *Assignments*；在那里 *Fetch* 作业，在取回的
+- **JupyterHub 上 nbgrader 的 Assignments 页面**：老师的 hub 上有 *Assignments*；在那里 *Fetch* 你的版本的作业（中文版 `lec02`），在取回的
   文件夹里做题，然后 *Submit*，不需要别的步骤。
 
 不要改文件名：评分程序按文件名识别 notebook（改了名的按它的单元格识别）。
@@ -135,7 +146,9 @@ make handin STUDENT=你的学号   # 同上，用于通过邮件或共享文件�
 SHARED_BEGIN, SHARED_END = "# >>> setup, lab, env", "# <<< end of the block shared"
 
 STUDENT_MAKEFILE = """# Lecture 2, student bundle.
-#   make lab                  set up .venv the first time, then open JupyterLab on notebooks/
+#   make lab                  set up .venv the first time, then open JupyterLab on notebooks/lec02 (中文版)
+#   make lab EDITION=en       the English edition, notebooks/lec02-en, in an English JupyterLab (EDITION=en also
+#                             for validate and handin)
 #   make lab TORCH=cpu        the same with PyTorch's CPU-only build (the first time, before .venv exists)
 #   make env                  print what this machine has (device, dtypes, the peak FLOP/s that applies)
 #   make validate NOTEBOOK=notebooks/lec02/01_tensors_dtypes.ipynb   check a notebook as the grader will
@@ -148,12 +161,12 @@ EXTRAS :=
 export JUPYTER_CONFIG_PATH := $(CURDIR)/jupyter-config
 {shared}
 .PHONY: validate handin
-NOTEBOOK ?= $(wildcard notebooks/lec02/*.ipynb)
+NOTEBOOK ?= $(wildcard notebooks/$(if $(filter en,$(EDITION)),lec02-en,lec02)/*.ipynb)
 validate: setup
 \t$(BIN)/python -m lecture2_grader.validate $(NOTEBOOK)
 
 handin: setup
-\t$(BIN)/python -m lecture2_grader.handin $(if $(STUDENT),--student "$(STUDENT)")
+\t$(BIN)/python -m lecture2_grader.handin --edition $(EDITION) $(if $(STUDENT),--student "$(STUDENT)")
 """
 
 # The student's lab: nbgrader's lab extension and server extensions off (JUPYTER_CONFIG_PATH, set by the
@@ -205,17 +218,20 @@ def student_makefile() -> str:
 
 
 def bundle_files() -> dict[str, bytes]:
-    """Archive path -> content of everything a student receives."""
+    """Archive path -> content of everything a student receives: both editions (notebooks/lec02, notebooks/lec02-en,
+    with their clean copies in .release/)."""
     files: dict[str, bytes] = {}
-    release = ROOT / "notebooks" / ASSIGNMENT
-    for path in sorted(release.glob("*.ipynb")):
-        files[f"notebooks/{ASSIGNMENT}/{path.name}"] = path.read_bytes()
+    folders = [e.folder for e in editions.EDITIONS.values() if (ROOT / "notebooks" / e.folder).is_dir()]
+    for folder in folders:
+        for path in sorted((ROOT / "notebooks" / folder).glob("*.ipynb")):
+            files[f"notebooks/{folder}/{path.name}"] = path.read_bytes()
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*")):
             if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
                 files[str(path.relative_to(ROOT))] = path.read_bytes()
-    for path in sorted(release.glob("*.ipynb")):  # the clean copy `make validate` reads the checks from
-        files[f".release/{ASSIGNMENT}/{path.name}"] = path.read_bytes()
+    for folder in folders:  # the clean copies `make validate` reads the checks from
+        for path in sorted((ROOT / "notebooks" / folder).glob("*.ipynb")):
+            files[f".release/{folder}/{path.name}"] = path.read_bytes()
     for doc in STUDENT_DOCS:  # what notebook 11 and the planner's messages cite
         files[doc] = (ROOT / doc).read_bytes()
     files["pyproject.toml"] = (ROOT / "pyproject.toml").read_bytes()

@@ -45,12 +45,13 @@ from .history import history_dir, lateness, lms_identity, record_time, records, 
 from .merging import merge
 from .names import CANVAS, EXCHANGE_DIR, MOODLE_DIR, NOT_STUDENTS, PLAIN, RENAMED, STUDENT_ID, slug
 from .recognise import attribute, match_notebook, release_notebooks
-from .term import UTC, Term, iso, parse_time, read_settings, stamp
+from .term import UTC, Term, course_language, iso, parse_time, read_settings, stamp
 
 __all__ = [
     "CANVAS", "EXCHANGE_DIR", "IN_MEMORY", "MAX_ENTRIES", "MAX_ENTRY", "MAX_NESTED", "MAX_NESTED_TOTAL", "MOODLE_DIR",
     "NOT_STUDENTS",
     "PLAIN", "RENAMED", "STUDENT_ID", "UTC", "Received", "Term", "attribute", "collect", "entry_time", "history_dir",
-    "iso", "lateness", "lms_identity", "match_notebook", "merge", "parse_time", "read_settings", "read_source",
+    "course_language", "iso", "lateness", "lms_identity", "match_notebook", "merge", "parse_time", "read_settings",
+    "read_source",
     "record_time", "records", "release_notebooks", "slug", "stamp", "stamp_time", "submitted_at",
 ]

@@ -8,10 +8,12 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from lecture2.editions import EDITIONS
+
 from .. import ASSIGNMENT
 
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")  # also what `make handin STUDENT=...` accepts
-NOT_STUDENTS = {ASSIGNMENT, "notebooks", "submitted", "lecture2-student", "__MACOSX"}
+NOT_STUDENTS = {ASSIGNMENT, *(e.folder for e in EDITIONS.values()), "notebooks", "submitted", "lecture2-student", "__MACOSX"}
 
 CANVAS = re.compile(r"^(?P<name>[a-z0-9]+)(?P<late>_LATE)?_(?P<id>\d+)_\d+_(?P<file>.+)$")
 MOODLE_DIR = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_?$")

@@ -11,9 +11,14 @@ import difflib
 import re
 from pathlib import Path
 
+from lecture2.editions import EDITIONS
+
 from .. import ASSIGNMENT
 from .archives import Received
 from .names import CANVAS, EXCHANGE_DIR, MOODLE_DIR, NOT_STUDENTS, PLAIN, RENAMED, STUDENT_ID, slug
+
+
+ASSIGNMENTS = {e.folder for e in EDITIONS.values()}  # the hub's assignments: each edition's release (ASSIGNMENT's)
 
 
 def release_notebooks(course: Path) -> dict[str, set[str]]:
@@ -41,7 +46,7 @@ def attribute(item: Received, released: dict[str, set[str]]) -> Received:
         if moodle:
             student = f"{slug(moodle['name'])}-{moodle['id']}"
             item.lms, item.lms_id = "moodle", moodle["id"]
-        elif exchange and exchange["assignment"] == ASSIGNMENT:
+        elif exchange and exchange["assignment"] in ASSIGNMENTS:  # lec02, lec02-en: one notebook, either edition
             student = exchange["student"]
             item.lms = "exchange"
     for part in parts:

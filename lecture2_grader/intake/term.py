@@ -52,6 +52,19 @@ class Term:
         return max(0.0, (at - self.due).total_seconds())
 
 
+def course_language(course: Path) -> str:
+    """The course's language for its instructors (c.Lecture2Grader.language in nbgrader_config.py: one of
+    lecture2.editions' codes; the source's, Chinese, by default or for a value it does not know): the class
+    report's hints. A student's messages follow their notebook's edition instead."""
+    from lecture2 import editions
+
+    try:
+        language = read_settings(course).get("language")
+    except SystemExit:
+        return editions.SOURCE
+    return language if language in editions.EDITIONS else editions.SOURCE
+
+
 def read_settings(course: Path) -> dict:
     path = course / "nbgrader_config.py"
     if not path.is_file():
