@@ -54,7 +54,6 @@ SIDE = (
     "test_grade_sandbox.py",  # 20 s, 0.4: memory and time limits reached
     "test_grade_exchange.py",  # 14 s, 0.5: nbgrader's exchange commands
     "test_hub.py",  # 14 s, 0.9: hubs that refuse to start
-    "test_book.py",  # 25 s, 1.0 (beside a busy lane, not measured on a fresh clone): the site built, a browser
 )
 # nbval's notebooks that run in the main lane all the same, so that the lanes end within seconds of each other (on a
 # fresh clone with 2 cores, December 2026: main 542 s, side 505 s with 06 and 07 here too; 593 s and 588 s without;
