@@ -47,14 +47,14 @@ def cmd_env(args: argparse.Namespace) -> int:
         except hardware.UnknownGPU as err:
             print(f"peak       {err}")
             return 0
-        print(f"peak       {spec.full_name} datasheet ({spec.source}), dense:")
-        for key, value in spec.peak.items():
-            print(f"           {key:5s} {fmt.format_rate(value)}")
+        print(f"peak       {spec.full_name} datasheet ({spec.source}), dense (hardware.applicable_peak):")
+        for key in spec.peak:
+            print(f"           {key:5s} {fmt.format_rate(hardware.applicable_peak(key, device).flops_per_s)}")
     elif device == "cpu":
-        print("peak       measured on this CPU, each dtype its own (no datasheet applies; hardware.roof):")
+        print("peak       measured on this CPU, each dtype its own (no datasheet applies; hardware.applicable_peak):")
         # the sweep stops early for a dtype this CPU multiplies slowly: each takes about a second
-        for key, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-            print(f"           {key}  {hardware.cpu_peak(dtype).describe()}")
+        for key in ("fp32", "bf16"):
+            print(f"           {key}  {hardware.applicable_peak(key, device).source}")
         print(f"bandwidth  {hardware.cpu_bandwidth().describe()}")
     else:
         print("peak       no published dense peak for this device")

@@ -428,14 +428,44 @@ def cpu_bandwidth(threads: int | None = None) -> CPUBandwidth:
     return _cached_cpu_bandwidth(_threads_arg(threads))
 
 
-def peak_flops(dtype: torch.dtype | str = torch.bfloat16, device: str | None = None) -> float:
-    """The peak FLOP/s that applies on `device` (default: the detected one) for `dtype`.
+@dataclass(frozen=True)
+class Peak:
+    """The dense peak that applies to one dtype on one device: `flops_per_s` (FLOP/s) and where it comes from
+    (`source`: a datasheet on a GPU, a measurement on a CPU)."""
 
-    CUDA: the datasheet row of the present GPU. CPU: the best matmul in that dtype measured here on torch's current
-    thread count (`cpu_peak`: once per process; "tf32" is fp32 on a CPU), an upper bound for work in that dtype.
-    Apple's MPS has no published dense peak per dtype, so it raises rather than guess.
+    dtype: str
+    flops_per_s: float
+    source: str
+
+
+def applicable_peak(dtype: torch.dtype | str, device: str | None = None) -> Peak:
+    """The peak FLOP/s that applies to `dtype` on `device` (default: the detected one). The one rule, read by
+    `peak_flops`, `roof`, `training_peak`, the profile's sweeps and `python -m lecture2 env`:
+
+    CUDA: the present GPU's datasheet dense peak for the dtype ("tf32": fp32 matmuls on tensor cores, which fp32
+    training on Ampere and Hopper uses once `torch.backends.cuda.matmul.allow_tf32` is on); an unknown GPU raises
+    UnknownGPU, a dtype its row lacks ValueError. CPU: the best matmul in that dtype measured here on torch's
+    current thread count (`cpu_peak`: once per process; "tf32" is fp32 on a CPU), an upper bound for work in that
+    dtype: each dtype its own. Apple's MPS has no published dense peak per dtype, so it raises rather than guess.
     """
-    return roof(dtype, device).peak_flops_per_s
+    device = device or detect_device()
+    if device == "cuda":
+        spec = gpu_from_device_name(torch.cuda.get_device_name())
+        key = dtype_key(dtype)
+        return Peak(key, spec.peak_flops(key), f"{spec.full_name} datasheet ({spec.source})")
+    if device == "cpu":
+        key = dtype_key(dtype)
+        torch_dtype = {**_CPU_DTYPES, "tf32": torch.float32}.get(key)
+        if torch_dtype is None:
+            raise ValueError(f"CPU 上没有 {key} matmul (no {key} matmul on CPU)")
+        measured = cpu_peak(torch_dtype)
+        return Peak(key, measured.flops_per_s, f"measured here: {measured.describe()}")
+    raise ValueError(f"没有 {device!r} 的峰值 (no peak for device {device!r}); use 'cuda' or 'cpu'")
+
+
+def peak_flops(dtype: torch.dtype | str = torch.bfloat16, device: str | None = None) -> float:
+    """The peak FLOP/s that applies on `device` (default: the detected one) for `dtype` (`applicable_peak`)."""
+    return applicable_peak(dtype, device).flops_per_s
 
 
 @dataclass(frozen=True)
@@ -459,28 +489,17 @@ class Roof:
 
 
 def roof(dtype: torch.dtype | str, device: str | None = None) -> Roof:
-    """The roof that applies to `dtype` on `device` (default: the detected one): one place decides it.
-
-    CUDA: the present GPU's datasheet dense peak for the dtype ("tf32": fp32 matmuls on tensor cores, which fp32
-    training on Ampere and Hopper uses once `torch.backends.cuda.matmul.allow_tf32` is on) and its datasheet memory
-    bandwidth. CPU: the best matmul in the dtype (`cpu_peak`) and the STREAM bandwidth (`cpu_bandwidth`), both
-    measured here once per process on torch's current thread count: upper bounds of what this CPU reached, stated
-    as such ("tf32" is fp32 on a CPU).
+    """The roof that applies to `dtype` on `device` (default: the detected one): the peak of `applicable_peak` and
+    the memory bandwidth: the GPU's datasheet bandwidth; on a CPU the STREAM bandwidth (`cpu_bandwidth`) measured
+    here once per process on torch's current thread count, an upper bound of what this CPU reached, stated as such.
     """
     device = device or detect_device()
+    peak = applicable_peak(dtype, device)
     if device == "cuda":
         spec = gpu_from_device_name(torch.cuda.get_device_name())
-        key = dtype_key(dtype)
-        return Roof(key, spec.peak_flops(key), spec.bandwidth_bytes_per_s, f"{spec.full_name} datasheet ({spec.source})")
-    if device == "cpu":
-        key = dtype_key(dtype)
-        torch_dtype = {**_CPU_DTYPES, "tf32": torch.float32}.get(key)
-        if torch_dtype is None:
-            raise ValueError(f"CPU 上没有 {key} matmul (no {key} matmul on CPU)")
-        peak, bandwidth = cpu_peak(torch_dtype), cpu_bandwidth()
-        return Roof(key, peak.flops_per_s, bandwidth.bytes_per_s,
-                    f"measured here: peak {peak.describe()}; bandwidth {bandwidth.describe()}")
-    raise ValueError(f"没有 {device!r} 的峰值 (no peak for device {device!r}); use 'cuda' or 'cpu'")
+        return Roof(peak.dtype, peak.flops_per_s, spec.bandwidth_bytes_per_s, peak.source)
+    bandwidth = cpu_bandwidth()
+    return Roof(peak.dtype, peak.flops_per_s, bandwidth.bytes_per_s, f"{peak.source}; bandwidth {bandwidth.describe()}")
 
 
 def training_peak(device: str | None = None) -> tuple[str, float]:

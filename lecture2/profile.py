@@ -3,7 +3,7 @@
 `run()` measures on the device present (CUDA or CPU) and returns one JSON-serialisable dict:
     device     name, memory, torch version, dtype support
     matmul     achieved FLOP/s over a size sweep per dtype, with the fraction of the peak that applies to that
-               dtype (`hardware.roof`: the datasheet row on CUDA; on CPU the best matmul of `hardware.cpu_peak`'s
+               dtype (`hardware.applicable_peak`: the datasheet row on CUDA; on CPU the best matmul of `hardware.cpu_peak`'s
                own sweep in that dtype, an upper bound measured apart from this sweep)
     gemm_shapes the same for the GEMMs of real transformer layers (`transformer_gemm_shapes`: QKV, output, MLP up
                and down of Llama 3 8B / 70B / 405B after their TP split, 2,048 and 8,192 tokens): the planner's
@@ -151,29 +151,30 @@ def device_info(device: str) -> dict:
     return info
 
 
-def _matmul_fn(key: str, n: int, device: str):
-    """A zero-argument n x n x n matmul in dtype `key`, or a ValueError saying why it cannot run here."""
+def _gemm_fn(key: str, m: int, n: int, k: int, device: str):
+    """A zero-argument M x K by K x N GEMM in dtype `key`, or a ValueError saying why it cannot run here."""
     if key == "fp8":
         if device != "cuda" or torch.cuda.get_device_capability() < (8, 9):
             raise ValueError("fp8 matmul needs CUDA compute capability >= 8.9 (Ada, Hopper or newer)")
-        a = torch.randn(n, n, device=device).to(torch.float8_e4m3fn)
-        b = torch.randn(n, n, device=device).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
+        a = torch.randn(m, k, device=device).to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device=device).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
         one = torch.ones((), device=device)
         return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
     if key == "tf32" and device != "cuda":
         raise ValueError("tf32 is a CUDA tensor-core mode")
-    a = torch.randn(n, n, device=device, dtype=_DTYPES[key])
-    b = torch.randn(n, n, device=device, dtype=_DTYPES[key])
+    a = torch.randn(m, k, device=device, dtype=_DTYPES[key])
+    b = torch.randn(k, n, device=device, dtype=_DTYPES[key])
     return lambda: a @ b
 
 
-def _peak_for(key: str, device: str, spec: hardware.GPUSpec | None) -> tuple[float | None, str | None]:
-    """The peak of dtype `key` that applies on `device` and where it comes from (None on an unknown GPU)."""
-    if device == "cuda":
-        peak = spec.peak.get(key) if spec else None
-        return peak, (spec.source if spec and peak else None)
-    cpu = hardware.cpu_peak(_DTYPES[key])
-    return cpu.flops_per_s, f"hardware.cpu_peak: {cpu.describe()} (no datasheet applies on a CPU)"
+def _peak_for(key: str, device: str) -> tuple[float | None, str | None]:
+    """`hardware.applicable_peak` of dtype `key` on `device` and its source; (None, None) where none applies (an
+    unknown GPU, a dtype its datasheet row lacks)."""
+    try:
+        peak = hardware.applicable_peak(key, device)
+    except (hardware.UnknownGPU, ValueError):
+        return None, None
+    return peak.flops_per_s, peak.source
 
 
 @contextlib.contextmanager
@@ -186,59 +187,53 @@ def _tf32(enabled: bool):
         torch.backends.cuda.matmul.allow_tf32 = old
 
 
+def _sweep(what: str, key: str, device: str, shapes: list[tuple[int, int, int]], names: list[str], repeat: int,
+           progress=None) -> dict:
+    """Achieved FLOP/s (2MNK / best time) of dtype `key` on each (m, n, k) of `shapes` (each called `names[i]` in the
+    progress lines of sweep `what`), with the fraction of the peak
+    that applies (`hardware.applicable_peak`). Returns {"rows": [{"m", "n", "k", "seconds", "flops_per_s",
+    "fraction_of_peak"}], "peak_flops_per_s", "peak_source"(, "stopped": why the shapes after the last row did
+    not run)} or {"skipped": why} when none ran."""
+    rows, why = [], None
+    try:
+        for (m, n, k), name in zip(shapes, names):
+            with _tf32(key == "tf32"):
+                fn = _gemm_fn(key, m, n, k, device)
+                seconds = _seconds(fn, device, repeat)
+            rows.append({"m": m, "n": n, "k": k, "seconds": seconds, "flops_per_s": 2 * m * n * k / seconds})
+            del fn
+            if progress:
+                progress(f"{what} {key} {name}")
+    except (ValueError, RuntimeError, TypeError, NotImplementedError) as err:  # out of memory included
+        why = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
+        if progress:
+            progress(f"{what} {key} stopped", steps=len(shapes) - len(rows))
+    if not rows:
+        return {"skipped": why}
+    peak, source = _peak_for(key, device)
+    for r in rows:
+        r["fraction_of_peak"] = r["flops_per_s"] / peak if peak else None
+    return {"rows": rows, "peak_flops_per_s": peak, "peak_source": source, **({"stopped": why} if why else {})}
+
+
 def matmul_sweep(device: str, sizes: dict[str, list[int]], repeat: int, progress=None) -> dict:
     """Achieved FLOP/s (2n^3 / best time) per dtype and size, with the fraction of the peak that applies.
 
     Returns {dtype: {"sizes": [{"n", "seconds", "flops_per_s", "fraction_of_peak"}], "best_flops_per_s",
-    "peak_flops_per_s", "peak_source"}} or {dtype: {"skipped": why}}. The peak is `hardware.roof`'s for the
-    dtype: on CPU the best call of `hardware.cpu_peak`'s own sweep on the current thread count, an upper bound taken
-    apart from this sweep (a point lands above it only if every call of that sweep was slowed by a busier machine).
+    "peak_flops_per_s", "peak_source"}} or {dtype: {"skipped": why}}. The peak is `hardware.applicable_peak`'s for
+    the dtype: on CPU the best call of `hardware.cpu_peak`'s own sweep on the current thread count, an upper bound
+    taken apart from this sweep (a point lands above it only if every call of that sweep was slowed by a busier
+    machine).
     """
     result: dict = {}
-    spec = None
-    if device == "cuda":
-        with contextlib.suppress(hardware.UnknownGPU):
-            spec = hardware.gpu_from_device_name(torch.cuda.get_device_name())
     for key, ns in sizes.items():
-        rows, why = [], None
-        try:
-            for n in ns:
-                with _tf32(key == "tf32"):
-                    fn = _matmul_fn(key, n, device)
-                    seconds = _seconds(fn, device, repeat)
-                rows.append({"n": n, "seconds": seconds, "flops_per_s": 2 * n**3 / seconds})
-                del fn
-                if progress:
-                    progress(f"matmul {key} {n}")
-        except (ValueError, RuntimeError, TypeError, NotImplementedError) as err:  # out of memory included
-            why = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
-            if progress:
-                progress(f"matmul {key} stopped", steps=len(ns) - len(rows))
-        if not rows:
-            result[key] = {"skipped": why}
-            continue
-        best = max(r["flops_per_s"] for r in rows)
-        peak, source = _peak_for(key, device, spec)
-        for r in rows:
-            r["fraction_of_peak"] = r["flops_per_s"] / peak if peak else None
-        result[key] = {"sizes": rows, "best_flops_per_s": best, "peak_flops_per_s": peak, "peak_source": source}
-        if why:
-            result[key]["stopped"] = why  # the sizes after the last row did not run
+        swept = _sweep("matmul", key, device, [(n, n, n) for n in ns], [str(n) for n in ns], repeat, progress)
+        if "rows" in swept:
+            rows = [{"n": r["n"], "seconds": r["seconds"], "flops_per_s": r["flops_per_s"],
+                     "fraction_of_peak": r["fraction_of_peak"]} for r in swept.pop("rows")]
+            swept = {"sizes": rows, "best_flops_per_s": max(r["flops_per_s"] for r in rows), **swept}
+        result[key] = swept
     return result
-
-
-def _gemm_fn(key: str, m: int, n: int, k: int, device: str):
-    """A zero-argument M x K by K x N GEMM in dtype `key`, or a ValueError saying why it cannot run here."""
-    if key == "fp8":
-        if device != "cuda" or torch.cuda.get_device_capability() < (8, 9):
-            raise ValueError("fp8 matmul needs CUDA compute capability >= 8.9 (Ada, Hopper or newer)")
-        a = torch.randn(m, k, device=device).to(torch.float8_e4m3fn)
-        b = torch.randn(n, k, device=device).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
-        one = torch.ones((), device=device)
-        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-    a = torch.randn(m, k, device=device, dtype=_DTYPES[key])
-    b = torch.randn(k, n, device=device, dtype=_DTYPES[key])
-    return lambda: a @ b
 
 
 def gemm_shape_sweep(device: str, spec: dict, repeat: int, progress=None) -> dict:
@@ -247,33 +242,10 @@ def gemm_shape_sweep(device: str, spec: dict, repeat: int, progress=None) -> dic
     {dtype: {"shapes": [{"m", "n", "k", "seconds", "flops_per_s", "fraction_of_peak"}], "peak_flops_per_s",
     "peak_source"}} or {dtype: {"skipped": why}}."""
     result: dict = {}
-    spec_row = None
-    if device == "cuda":
-        with contextlib.suppress(hardware.UnknownGPU):
-            spec_row = hardware.gpu_from_device_name(torch.cuda.get_device_name())
     for key in spec["dtypes"]:
-        rows, why = [], None
-        try:
-            for m, n, k in spec["shapes"]:
-                fn = _gemm_fn(key, m, n, k, device)
-                seconds = _seconds(fn, device, repeat)
-                rows.append({"m": m, "n": n, "k": k, "seconds": seconds, "flops_per_s": 2 * m * n * k / seconds})
-                del fn
-                if progress:
-                    progress(f"gemm {key} {m}x{n}x{k}")
-        except (ValueError, RuntimeError, TypeError, NotImplementedError) as err:  # out of memory included
-            why = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
-            if progress:
-                progress(f"gemm {key} stopped", steps=len(spec["shapes"]) - len(rows))
-        if not rows:
-            result[key] = {"skipped": why}
-            continue
-        peak, source = _peak_for(key, device, spec_row)
-        for r in rows:
-            r["fraction_of_peak"] = r["flops_per_s"] / peak if peak else None
-        result[key] = {"shapes": rows, "peak_flops_per_s": peak, "peak_source": source}
-        if why:
-            result[key]["stopped"] = why
+        shapes = [tuple(s) for s in spec["shapes"]]
+        swept = _sweep("gemm", key, device, shapes, [f"{m}x{n}x{k}" for m, n, k in shapes], repeat, progress)
+        result[key] = {"shapes": swept.pop("rows"), **swept} if "rows" in swept else swept
     return result
 
 
@@ -506,7 +478,7 @@ def mfu_ladder(cfg: dict, device: str, repeat: int, compile_model: bool | None =
     compile_model = lad.get("compile", device == "cuda") if compile_model is None else compile_model
     try:
         key, peak = hardware.training_peak(device)
-        source = hardware.roof(key, device).source
+        source = hardware.applicable_peak(key, device).source
     except hardware.UnknownGPU as err:  # a GPU without a datasheet row: times and tokens/s, no MFU
         key, peak, source = None, None, str(err)
     result: dict = {"gpt": dict(g), "peak": {"dtype": key, "flops_per_s": peak, "source": source}, "rungs": {}}
@@ -564,7 +536,7 @@ def mfu_ladder(cfg: dict, device: str, repeat: int, compile_model: bool | None =
 
 def peaks(matmul: dict, device: str) -> dict[str, float | None]:
     """The peak FLOP/s that MFU divides by, per dtype, from a `matmul_sweep` result: each dtype's own
-    (`hardware.roof`: the datasheet on CUDA, the best measured matmul in that dtype on a CPU)."""
+    (`hardware.applicable_peak`: the datasheet on CUDA, the best measured matmul in that dtype on a CPU)."""
     return {k: v.get("peak_flops_per_s") for k, v in matmul.items() if "sizes" in v}
 
 

@@ -263,3 +263,25 @@ def test_unknown_cluster_lists_the_known_ones():
     assert all(name in str(err.value) for name in hardware.known_clusters())
     with pytest.raises(TypeError):
         hardware.cluster(8)
+
+
+def test_one_rule_decides_which_peak_applies():
+    """hardware.applicable_peak is the one home of "which peak applies": peak_flops, roof, training_peak and both
+    of the profile's sweeps read it (issue 43: the shipped CPU profile once divided by two different CPU peaks)."""
+    from lecture2 import profile
+
+    for key in ("fp32", "bf16"):
+        peak = hardware.applicable_peak(key, "cpu")
+        assert peak.dtype == key and peak.flops_per_s == hardware.cpu_peak(getattr(torch, {"fp32": "float32", "bf16": "bfloat16"}[key])).flops_per_s
+        assert hardware.peak_flops(key, "cpu") == hardware.roof(key, "cpu").peak_flops_per_s == peak.flops_per_s
+        matmul = profile.matmul_sweep("cpu", {key: [32]}, repeat=1)[key]
+        gemm = profile.gemm_shape_sweep("cpu", {"dtypes": [key], "shapes": [[32, 16, 8]]}, repeat=1)[key]
+        for swept in (matmul, gemm):
+            assert (swept["peak_flops_per_s"], swept["peak_source"]) == (peak.flops_per_s, peak.source)
+        assert [sorted(r) for r in gemm["shapes"]] == [sorted(["m", "n", "k", "seconds", "flops_per_s", "fraction_of_peak"])]
+        assert sorted(matmul) == sorted(["sizes", "best_flops_per_s", "peak_flops_per_s", "peak_source"])
+    key, flops = hardware.training_peak("cpu")
+    assert flops == hardware.applicable_peak(key, "cpu").flops_per_s == max(
+        hardware.applicable_peak(k, "cpu").flops_per_s for k in ("fp32", "bf16"))
+    assert profile.matmul_sweep("cpu", {"tf32": [32]}, repeat=1)["tf32"] == {
+        "skipped": "ValueError: tf32 is a CUDA tensor-core mode"}
