@@ -21,7 +21,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-__all__ = ["ACTIVATION_CONVENTIONS", "MEMORY_RECIPES", "MemoryRecipe", "RECOMPUTE", "SECONDS_PER_DAY",
+__all__ = ["ACTIVATION_CONVENTIONS", "MEMORY_RECIPES", "MemoryRecipe", "RECOMPUTE", "SECONDS_PER_DAY", "TRAINED_RECIPES",
            "SECONDS_PER_HOUR", "SHARD_STAGES", "activation_bytes_per_layer", "activation_terms",
            "cost_per_1k_tokens_usd", "cost_usd", "flops_per_token", "gpu_hours", "korthikanti_bytes_per_layer",
            "sharded_memory_bytes",
@@ -93,31 +93,49 @@ def cost_per_1k_tokens_usd(total_usd: float, n_tokens: float) -> float:
 
 @dataclass(frozen=True)
 class MemoryRecipe:
-    """Bytes per parameter a training recipe keeps for the whole run (activations not included)."""
+    """Bytes per parameter a training recipe keeps for the whole run (activations not included): the course's one
+    table of recipes (MEMORY_RECIPES). `name` is what the calculator and the planner take; the recipes the course's
+    engines train (lecture2.zero, lecture2.distributed.Job) and notebooks 06 and 10's exercises count also have a
+    `key` (an identifier) and say how they train: the model's dtype, the optimizer, and whether an fp32 master copy
+    of the weights is kept (counted in `optimizer`)."""
 
     name: str
     weights: int  # bytes per parameter of the weights the forward pass reads
     gradients: int  # bytes per parameter of the gradients
     optimizer: int  # bytes per parameter of optimizer states (fp32 master copy, momenta)
     note: str
+    key: str | None = None  # the identifier the engines and exercises use; None: the calculator's only
+    dtype: str = "fp32"  # the model's weights and gradients: "fp32" or "bf16"
+    algorithm: str = "adam"  # "adam", "sgd" (no state) or "sgd_momentum" (one buffer)
+    master: bool = False  # an fp32 master copy of the weights, updated by the optimizer
 
     @property
     def bytes_per_param(self) -> int:
         return self.weights + self.gradients + self.optimizer
 
+    @property
+    def parts(self) -> tuple[int, int, int]:
+        """(weights, gradients, optimizer) bytes per parameter."""
+        return self.weights, self.gradients, self.optimizer
+
 
 # fmt: off
 MEMORY_RECIPES: dict[str, MemoryRecipe] = {r.name: r for r in [
-    MemoryRecipe("fp32 Adam", 4, 4, 8, "fp32 weights and grads, Adam m and v in fp32"),
-    MemoryRecipe("bf16 mixed Adam", 2, 2, 12, "lecture §4.1: bf16 weights/grads; fp32 master + m + v"),
+    MemoryRecipe("fp32 Adam", 4, 4, 8, "fp32 weights and grads, Adam m and v in fp32", "fp32_adam"),
+    MemoryRecipe("bf16 mixed Adam", 2, 2, 12, "lecture §4.1: bf16 weights/grads; fp32 master + m + v",
+                 "bf16_mixed_adam", dtype="bf16", master=True),
     MemoryRecipe("bf16 mixed Adam, fp32 grads", 2, 4, 12, "the 18N convention: gradients accumulated in fp32"),
     MemoryRecipe("bf16 mixed Adam, bf16 moments", 2, 4, 8,
                  "DeepSeek-V3 §3.3.3: fp32 master weights and gradients, AdamW's moments in bf16"),
-    MemoryRecipe("fp32 SGD momentum", 4, 4, 4, "one fp32 momentum buffer"),
-    MemoryRecipe("fp32 SGD", 4, 4, 0, "plain SGD keeps no state"),
-    MemoryRecipe("bf16 SGD", 2, 2, 0, "lecture §4.1: params and grads only, 4N"),
+    MemoryRecipe("fp32 SGD momentum", 4, 4, 4, "one fp32 momentum buffer", "sgd_momentum", algorithm="sgd_momentum"),
+    MemoryRecipe("fp32 SGD", 4, 4, 0, "plain SGD keeps no state", "sgd", algorithm="sgd"),
+    MemoryRecipe("bf16 SGD", 2, 2, 0, "lecture §4.1: params and grads only, 4N", "bf16_sgd", dtype="bf16",
+                 algorithm="sgd"),
 ]}
 # fmt: on
+# the recipes the course's engines train and notebooks 06 and 10 count, by key (in the order the notebooks list them)
+TRAINED_RECIPES: dict[str, MemoryRecipe] = {r.key: r for r in (MEMORY_RECIPES[name] for name in (
+    "fp32 Adam", "bf16 mixed Adam", "fp32 SGD", "fp32 SGD momentum", "bf16 SGD")) if r.key}
 
 
 def _recipe(recipe: str | MemoryRecipe) -> MemoryRecipe:

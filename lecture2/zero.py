@@ -50,18 +50,17 @@ import math
 import torch
 import torch.distributed as dist
 
+from . import estimate
 from .flat_collectives import all_gather_flat, reduce_scatter_flat
 
 __all__ = ["RECIPES", "Optimizer", "ZeroEngine"]
 
-# recipe -> (model dtype, optimizer, keeps an fp32 master copy): notebook 06's recipes
+# recipe -> (model dtype, optimizer, keeps an fp32 master copy): the recipes of lecture2.estimate's one table that
+# the engines train (estimate.TRAINED_RECIPES: fp32_adam 4 + 4 + 8 bytes/param, bf16_mixed_adam the lecture's
+# 2 + 2 + 12, sgd 4 + 4 + 0, sgd_momentum 4 + 4 + 4, bf16_sgd the lecture's "4N" 2 + 2 + 0)
 RECIPES: dict[str, tuple[torch.dtype, str, bool]] = {
-    "fp32_adam": (torch.float32, "adam", False),  # 4 + 4 + 8 bytes/param
-    "bf16_mixed_adam": (torch.bfloat16, "adam", True),  # 2 + 2 + 12: the lecture's recipe
-    "sgd": (torch.float32, "sgd", False),  # 4 + 4 + 0
-    "sgd_momentum": (torch.float32, "sgd_momentum", False),  # 4 + 4 + 4
-    "bf16_sgd": (torch.bfloat16, "sgd", False),  # 2 + 2 + 0: the lecture's "4N"
-}
+    key: ({"fp32": torch.float32, "bf16": torch.bfloat16}[r.dtype], r.algorithm, r.master)
+    for key, r in estimate.TRAINED_RECIPES.items()}
 
 
 class Optimizer:

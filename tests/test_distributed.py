@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from lecture2 import distributed, zero
+from lecture2 import distributed, estimate, zero
 from lecture2.distributed import DistributedError, Group, Job
 
-# bytes per parameter of (model params, grads, optimizer states) by recipe, as the paper and notebook 06 count
-RECIPE_BYTES = {"fp32_adam": (4, 4, 8), "bf16_mixed_adam": (2, 2, 12), "sgd": (4, 4, 0),
-                "sgd_momentum": (4, 4, 4), "bf16_sgd": (2, 2, 0)}
+# bytes per parameter of (model params, grads, optimizer states) by recipe: the course's one recipe table
+RECIPE_BYTES = {key: r.parts for key, r in estimate.TRAINED_RECIPES.items()}
 
 
 def predicted(n_params: int, n: int, stage: int, recipe: str) -> dict[str, int]:

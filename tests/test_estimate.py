@@ -319,3 +319,25 @@ def test_a_fused_swiglu_keeps_three_of_its_four_widths():
 def test_deepseek_v3s_recipe_keeps_its_moments_in_bf16():
     """DeepSeek-V3 §3.3.3: bf16 weights, fp32 gradients and master weights, AdamW's moments in bf16: 2 + 4 + 8."""
     assert estimate.MEMORY_RECIPES["bf16 mixed Adam, bf16 moments"].bytes_per_param == 14
+
+
+def test_one_recipe_table_the_engines_and_exercises_read():
+    """The course's recipes live in one table (estimate.MEMORY_RECIPES); the engines (lecture2.zero.RECIPES,
+    distributed.RECIPES) and the exercises (notebook 06's RECIPES, notebook 10's RECIPE_BYTES) read its trained
+    rows by key. The bytes pinned here are the lecture's and the ZeRO paper's."""
+    import torch
+
+    from lecture2 import distributed, zero
+    from lecture2.exercises import memory, sharding
+
+    assert {k: r.parts for k, r in estimate.TRAINED_RECIPES.items()} == {
+        "fp32_adam": (4, 4, 8), "bf16_mixed_adam": (2, 2, 12), "sgd": (4, 4, 0), "sgd_momentum": (4, 4, 4),
+        "bf16_sgd": (2, 2, 0)}
+    assert all(estimate.MEMORY_RECIPES[r.name] is r for r in estimate.TRAINED_RECIPES.values())
+    assert tuple(zero.RECIPES) == distributed.RECIPES == tuple(memory.RECIPES) == tuple(sharding.RECIPE_BYTES) == (
+        "fp32_adam", "bf16_mixed_adam", "sgd", "sgd_momentum", "bf16_sgd")
+    assert zero.RECIPES == {"fp32_adam": (torch.float32, "adam", False), "bf16_mixed_adam": (torch.bfloat16, "adam", True),
+                            "sgd": (torch.float32, "sgd", False), "sgd_momentum": (torch.float32, "sgd_momentum", False),
+                            "bf16_sgd": (torch.bfloat16, "sgd", False)}
+    assert memory.RECIPES == {"fp32_adam": ("adam", "fp32"), "bf16_mixed_adam": ("adam", "mixed"), "sgd": ("sgd", "fp32"),
+                              "sgd_momentum": ("sgd_momentum", "fp32"), "bf16_sgd": ("sgd", "bf16")}

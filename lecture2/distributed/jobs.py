@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import estimate
+
 ENGINES = {
     "tp": "lecture2.parallel.TensorParallelBlock (Megatron's column/row split of one TransformerBlock)",
     "collectives": "timed all_reduce / all_gather / reduce_scatter of given sizes",
@@ -17,7 +19,7 @@ ENGINES = {
     "textbook": "lecture2.zero.ZeroEngine (the paper's ZeRO, stage 0-3)",
 }
 TORCH_ENGINES = ("ddp", "zero_redundancy", "fsdp2", "fsdp2_keep")  # what Group(torch_engines=True) loads before forking
-RECIPES = ("fp32_adam", "bf16_mixed_adam", "sgd", "sgd_momentum", "bf16_sgd")  # lecture2.zero.RECIPES' keys
+RECIPES = tuple(estimate.TRAINED_RECIPES)  # the recipes the engines train (lecture2.zero.RECIPES' keys)
 SMALL_GPT = {"vocab_size": 256, "block_size": 32, "n_layer": 2, "n_head": 2, "d_model": 32}  # 33,952 parameters
 COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter")  # what the "collectives" engine times
 

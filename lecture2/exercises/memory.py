@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import torch
 
-from lecture2 import answers, checks, measure, models, training_state
+from lecture2 import answers, checks, estimate, measure, models, training_state
 
 
 checks.register_hints({
@@ -73,16 +73,17 @@ def _observed(seen: object, keys: set[str], what: str) -> dict:
 
 @contextmanager
 def _calculator_switched_off():
-    """lecture2.estimate switched off (answers.instruments_off) and its memory table emptied, restored afterwards."""
-    from lecture2 import estimate
-
-    recipes = dict(estimate.MEMORY_RECIPES)
-    estimate.MEMORY_RECIPES.clear()
+    """lecture2.estimate switched off (answers.instruments_off) and its memory table emptied (both of its views:
+    MEMORY_RECIPES by name, TRAINED_RECIPES by key), restored afterwards."""
+    held = [(table, dict(table)) for table in (estimate.MEMORY_RECIPES, estimate.TRAINED_RECIPES)]
+    for table, _ in held:
+        table.clear()
     try:
         with answers.instruments_off(("lecture2.estimate",)):
             yield
     finally:
-        estimate.MEMORY_RECIPES.update(recipes)
+        for table, rows in held:
+            table.update(rows)
 
 
 @answers.observer
@@ -116,10 +117,8 @@ def _same_without_calculator(fn, args: tuple) -> None:
                 f"检查时它被关掉了 ({problem})。", "memory.calculator")
 
 
-RECIPES = {  # the exercise's recipe -> (optimizer, precision) of training_state.step_bytes
-    "fp32_adam": ("adam", "fp32"), "bf16_mixed_adam": ("adam", "mixed"), "sgd": ("sgd", "fp32"),
-    "sgd_momentum": ("sgd_momentum", "fp32"), "bf16_sgd": ("sgd", "bf16"),
-}
+RECIPES = {  # the exercise's recipe -> (optimizer, precision) of training_state.step_bytes (estimate's one table)
+    key: (r.algorithm, "mixed" if r.master else r.dtype) for key, r in estimate.TRAINED_RECIPES.items()}
 
 
 def _state_mistakes(recipe: str, n: int, want: dict[str, int], part: str) -> list[checks.Mistake]:

@@ -17,12 +17,11 @@ from __future__ import annotations
 import math
 import random
 
-from lecture2 import answers, checks, distributed
+from lecture2 import answers, checks, distributed, estimate
 
 SMALL_GPT = distributed.SMALL_GPT  # the course's small GPT, the model of the live cases (N = 33,952)
 # notebook 06's recipes as exercise 1 states them: (params, grads, optimizer states) bytes per parameter
-RECIPE_BYTES = {"fp32_adam": (4, 4, 8), "bf16_mixed_adam": (2, 2, 12), "sgd": (4, 4, 0), "sgd_momentum": (4, 4, 4),
-                "bf16_sgd": (2, 2, 0)}
+RECIPE_BYTES = {key: r.parts for key, r in estimate.TRAINED_RECIPES.items()}
 PARTS = ("params", "grads", "optimizer")
 STRATEGIES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}  # the strategies of comm_bytes_per_step, tokens_to_hide -> lecture2.zero's stage
 INSTRUMENTS = answers.CALCULATOR + answers.ENGINE_MODULES
