@@ -116,7 +116,7 @@ def test_cpu_peak_is_the_best_call_of_the_best_size(monkeypatch):
     Catches a missing 2 of multiply-add, ms for s, the median or the last size instead of the best: exact, no noise."""
     # n=32: calls of 0.5, 0.25, 1.0 s -> best 2·32³/0.25; n=64: 2.0, 1.0, 4.0 s -> 2·64³/1.0, the best per FLOP;
     # n=128 is never timed: n=64's best call (1.0 s) reached max_call_seconds
-    monkeypatch.setattr(hardware.time, "perf_counter", _fake_clock([0.5, 0.25, 1.0, 2.0, 1.0, 4.0]))
+    monkeypatch.setattr(hardware.cpu.time, "perf_counter", _fake_clock([0.5, 0.25, 1.0, 2.0, 1.0, 4.0]))
     peak = hardware.measure_cpu_peak(torch.float32, threads=1, sizes=(32, 64, 128), repeat=3, warmup=1,
                                      max_call_seconds=1.0)
     assert peak.sweep == ((32, 2 * 32**3 / 0.25), (64, 2 * 64**3 / 1.0))
@@ -168,11 +168,11 @@ def test_cpu_roof_is_measured_once_per_process_thread_count_and_dtype(monkeypatc
         calls.append((dtype, threads))
         return hardware.CPUPeak({torch.float32: 1e9, torch.bfloat16: 3e9}[dtype], (1e9,), 64, "fp32", threads, 0.0)
 
-    monkeypatch.setattr(hardware, "measure_cpu_peak", fake_peak)
-    monkeypatch.setattr(hardware, "measure_cpu_bandwidth",
+    monkeypatch.setattr(hardware.cpu, "measure_cpu_peak", fake_peak)
+    monkeypatch.setattr(hardware.cpu, "measure_cpu_bandwidth",
                         lambda threads: hardware.CPUBandwidth(2e9, {"add": 2e9}, 2**26, threads, 0.0))
-    hardware._cached_cpu_peak.cache_clear()
-    hardware._cached_cpu_bandwidth.cache_clear()
+    hardware.cpu._cached_cpu_peak.cache_clear()
+    hardware.cpu._cached_cpu_bandwidth.cache_clear()
     try:
         first = hardware.cpu_peak(torch.float32, threads=1)
         assert hardware.cpu_peak(torch.float32, threads=1) is first
@@ -187,14 +187,14 @@ def test_cpu_roof_is_measured_once_per_process_thread_count_and_dtype(monkeypatc
         assert hardware.cpu_peak(torch.float32, threads=2).threads == 2  # another thread count: measured anew
         assert calls == [(torch.float32, 1), (torch.bfloat16, 1), (torch.float32, 2)]
     finally:
-        hardware._cached_cpu_peak.cache_clear()
-        hardware._cached_cpu_bandwidth.cache_clear()
+        hardware.cpu._cached_cpu_peak.cache_clear()
+        hardware.cpu._cached_cpu_bandwidth.cache_clear()
 
 
 def test_stream_bandwidth_counts_what_each_kernel_reads_and_writes(monkeypatch):
     """With a fake clock (every pass 0.5 s), does each kernel count 8 (copy, scale) or 12 (add, triad) bytes an
     element, and is the bandwidth the best kernel's?"""
-    monkeypatch.setattr(hardware.time, "perf_counter", _fake_clock([0.5] * 100))
+    monkeypatch.setattr(hardware.cpu.time, "perf_counter", _fake_clock([0.5] * 100))
     bw = hardware.measure_cpu_bandwidth(threads=1, n_bytes=4096, repeat=2)
     assert bw.kernels == {"copy": 8 * 1024 / 0.5, "scale": 8 * 1024 / 0.5, "add": 12 * 1024 / 0.5,
                           "triad": 12 * 1024 / 0.5}
