@@ -62,8 +62,7 @@ def test_every_section_renders_yours_beside_the_shipped_cpu_profile(section, cpu
     header = text.splitlines()[0]
     assert header.split()[:2] == ["yours", next(n for n in profile.shipped() if n.startswith("cpu-"))]
     assert cpu_profile["made"]["command"] in text
-    assert "no measured GPU profile shipped yet" in text  # only a CPU profile ships for now
-    assert ("h200 datasheet" in header) == (section in ("dtypes", "mfu"))
+    assert "datasheet" not in header  # a datasheet never stands in for a measurement (the H200's profile ships)
 
 
 def test_rows_carry_the_measured_figures(cpu_profile, cpu_only):
@@ -75,8 +74,6 @@ def test_rows_carry_the_measured_figures(cpu_profile, cpu_only):
     assert "16N +60 B" in memory  # Adam's 4-byte step counters, one per parameter tensor
     ck = reference.table("checkpointing", cpu_profile)
     assert f"{cpu_profile['models']['checkpointing']['flops_overhead']:+.1%} FLOPs" in ck
-    dtypes = reference.table("dtypes", cpu_profile)
-    assert "peak 989.4 TFLOP/s" in dtypes and "14.77x (peaks)" in dtypes  # the datasheet column: H200 bf16/fp32
 
 
 def test_bf16_over_fp32_compares_the_same_sizes(cpu_profile, cpu_only):
@@ -94,13 +91,8 @@ def test_bf16_over_fp32_compares_the_same_sizes(cpu_profile, cpu_only):
     assert reference.bf16_over_fp32(p) is None
 
 
-def test_datasheet_column_shows_memory_as_the_device_reports_it(cpu_profile, cpu_only):
-    """Is the H200's memory the 143,771 MiB it reports (140.40 GiB), not "141 GB" read as 141e9 bytes?"""
-    assert "140.40 GiB (as the device reports it)" in reference.table("dtypes", cpu_profile)
-
-
-def test_a_gpu_profile_comes_first_and_replaces_the_datasheet(with_gpu_profile, cpu_profile):
-    """With a measured GPU profile shipped: is it the first reference, and are datasheet column and note gone?"""
+def test_a_gpu_profile_comes_first(with_gpu_profile, cpu_profile):
+    """With a measured GPU profile shipped: is it the first reference, and no datasheet column?"""
     assert list(reference.references())[0] == "h200"
     assert list(reference.gpu_references()) == ["h200"]
     for section in reference.SECTIONS:
@@ -115,8 +107,8 @@ def test_a_gpu_profile_comes_first_and_replaces_the_datasheet(with_gpu_profile, 
     assert "(+1,084 B rounding)" in memory
 
 
-def test_plots_show_references_and_mark_the_datasheet(cpu_profile, with_gpu_profile, monkeypatch, tmp_path_factory):
-    """Does the dtype figure hatch datasheet bars only while no GPU profile ships, and the matmul plot add curves?"""
+def test_plots_show_the_shipped_profiles(cpu_profile, with_gpu_profile):
+    """Does the dtype figure show measured bars only (no datasheet stands in), and the matmul plot add curves?"""
     import matplotlib.pyplot as plt
 
     fig = reference.plot_dtypes(cpu_profile)
@@ -125,16 +117,6 @@ def test_plots_show_references_and_mark_the_datasheet(cpu_profile, with_gpu_prof
     reference.plot_matmul_references(ax)
     labels = [line.get_label() for line in ax.get_lines()]
     assert any("h200 (shipped profile)" in s for s in labels) and not any("datasheet" in s for s in labels)
-    plt.close("all")
-
-    cpu_dir = tmp_path_factory.mktemp("cpu_only")
-    (cpu_dir / "cpu.json").write_text(json.dumps(cpu_profile))
-    monkeypatch.setattr(profile, "PROFILES", cpu_dir)  # no GPU profile: the datasheet stands in, marked
-    fig = reference.plot_dtypes(cpu_profile)
-    assert any(p.get_hatch() for p in fig.axes[0].patches)
-    fig, ax = plt.subplots()
-    reference.plot_matmul_references(ax)
-    assert any("datasheet peak (not measured)" in line.get_label() for line in ax.get_lines())
     plt.close("all")
 
 

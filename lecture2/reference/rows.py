@@ -1,18 +1,6 @@
-"""The shipped device profiles set beside the student's own run (notebooks 01 and 05-08).
-
-A notebook measures one section of `lecture2.profile` on the student's machine, with the sizes the profile
-uses on that kind of device (`profile.config`), so both columns come from the same code:
-
-    mine = reference.measure_here("checkpointing")   # a partial profile of this machine
-    print(reference.table("checkpointing", mine))    # yours | every shipped profile (GPU first)
-
-Sections: "dtypes" (01), "flops" (05), "memory" (06), "checkpointing" (07), "mfu" and "ladder" (08). Until a GPU
-profile is shipped, the tables of "dtypes" and "mfu" add the H200's datasheet figures, marked as such (a datasheet
-is a promise, not a measurement), and every table says how to add the measured one. Until a shipped GPU profile
-holds the MFU ladder, the "ladder" table and figure add issue 40's H200 measurement of a GPT-2-small step, marked
-as that (not a profile of this package).
-Units: FLOP/s, bytes, bytes/s, seconds.
-"""
+"""The shipped profiles (`references`) and the rows of reference.table: for each section, a label and what to print
+for a profile (None: not measured there); issue 40's H200 ladder, which stands in until a shipped GPU profile holds
+the course's own."""
 from __future__ import annotations
 
 import math
@@ -20,13 +8,8 @@ from collections.abc import Callable
 
 import torch
 
-from . import fmt, hardware, models, profile
+from .. import fmt, models, profile
 
-__all__ = ["SECTIONS", "DATASHEET_GPU", "ISSUE_LADDER", "references", "gpu_references", "measure_here", "table",
-           "bf16_over_fp32", "ladder_gains", "ladder_mfu", "plot_matmul_references", "plot_dtypes", "plot_ladder"]
-
-SECTIONS = ("dtypes", "flops", "memory", "checkpointing", "mfu", "ladder")
-DATASHEET_GPU = "h200"  # shown from the datasheet while no measured GPU profile is shipped
 _MATMUL_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 
 # Issue 40 (this course's tracker), measured on an H200 with torch 2.11: a standard GPT-2-small training step (bf16
@@ -35,12 +18,6 @@ _MATMUL_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 # GPU profile holds the course's own ladder (tools/gpu_checks.sh measures it first).
 ISSUE_LADDER = {"name": "h200 (issue 40: GPT-2 small, 16 x 1,024)",
                 "mfu": {"fp32": 0.103, "bf16": 0.121, "sdpa": 0.294, "compile": 0.417}}
-
-
-def _section(section: object) -> str:
-    if section not in SECTIONS:
-        raise ValueError(f"未知的 section (unknown section) {section!r}; one of: {', '.join(SECTIONS)}")
-    return section  # type: ignore[return-value]
 
 
 def references() -> dict[str, dict]:
@@ -52,36 +29,6 @@ def references() -> dict[str, dict]:
 def gpu_references() -> dict[str, dict]:
     """The shipped profiles measured on a GPU (CUDA)."""
     return {k: v for k, v in references().items() if v["device"]["device"] == "cuda"}
-
-
-def measure_here(section: str, device: str | None = None) -> dict:
-    """Run the part of the profile that `section` shows, on this machine, at the profile's sizes for it.
-
-    Returns a partial profile (the same keys as a shipped one). Time on a 2-core CPU: dtypes ~2 s,
-    flops/memory < 1 s, checkpointing < 1 s, mfu ~5 s, ladder ~5 s (no torch.compile on a CPU); on a GPU a few
-    seconds each, the ladder a few minutes (it compiles).
-    """
-    section = _section(section)
-    if device is None:
-        device = "cuda" if hardware.detect_device() == "cuda" else "cpu"  # MPS: no profile config, use its CPU
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"device 应是 'cpu' 或 'cuda' (profiles measure these two), 得到 {device!r}")
-    cfg = profile.config(device)
-    mine: dict = {"schema_version": profile.SCHEMA_VERSION, "made": {"command": f"reference.measure_here({section!r})"},
-                  "config": cfg, "device": profile.device_info(device), "models": {}}
-    if section in ("dtypes", "mfu"):
-        mine["matmul"] = profile.matmul_sweep(device, cfg["matmul_sizes"], cfg["matmul_repeat"])
-    if section in ("flops", "memory"):
-        mine["models"] = profile.model_counts(cfg, device)
-    if section == "checkpointing":
-        mine["models"]["checkpointing"] = profile.checkpointing(cfg, device, cfg["step_repeat"])
-    if section == "ladder":  # torch.compile only on a GPU: on a CPU it compiles C++ for tens of seconds
-        mine["models"]["ladder"] = profile.mfu_ladder(cfg, device, cfg["step_repeat"], compile_model=device == "cuda")
-    if section == "mfu":
-        mine["bandwidth"] = profile.bandwidth(device, cfg["copy_bytes"], cfg["matmul_repeat"])
-        mine["models"]["train_step"] = profile.train_step(cfg, device, cfg["step_repeat"],
-                                                          profile.peaks(mine["matmul"], device))
-    return mine
 
 
 # ---- one row of a table: a label and what to print for a profile (None: not measured there) ----------------
@@ -386,158 +333,3 @@ def _rows(section: str) -> list[tuple[str, Getter]]:
         ("copy bandwidth", _bandwidth), ("GPT size", _gpt_size),
         ("train step fp32", _step("fp32")), ("train step bf16", _step("bf16")),
         ("train step bf16 compiled", _step("bf16_compiled"))]
-
-
-def _datasheet_rows(section: str, spec: hardware.GPUSpec) -> dict[str, str]:
-    """The datasheet's figures for the rows that have one (peaks, memory, bandwidth), marked as such."""
-    rows = {"device": f"{spec.full_name} (datasheet)"}
-    if section == "dtypes":
-        rows["memory"] = f"{fmt.format_bytes(spec.memory_bytes, binary=True)} (as the device reports it)"
-    for k in _MATMUL_KEYS:
-        if k in spec.peak:
-            rows[f"matmul {k} (best)"] = f"peak {fmt.format_rate(spec.peak[k])}"
-    if "bf16" in spec.peak:
-        rows["bf16 / fp32, same n"] = f"{spec.peak['bf16'] / spec.peak['fp32']:.2f}x (peaks)"
-    rows["copy bandwidth"] = f"peak {fmt.format_bytes(spec.bandwidth_bytes_per_s)}/s"
-    return rows
-
-
-def table(section: str, mine: dict | None = None) -> str:
-    """Your figures (a `measure_here` result; None: references only) beside every shipped profile.
-
-    Rows the section has no figure for print "-". While no GPU profile is shipped, the "dtypes" and "mfu"
-    tables add a column of the H200's datasheet peaks, and every table ends with how to add a measured one.
-    """
-    section = _section(section)
-    if mine is not None and not (isinstance(mine, dict) and "device" in mine and "config" in mine):
-        raise TypeError("mine 应是 reference.measure_here(...) 的结果 (a partial profile dict), "
-                        f"得到 {type(mine).__name__}")
-    rows = _rows(section)
-    columns: list[tuple[str, dict[str, str]]] = []
-    profiles = ([("yours", mine)] if mine is not None else []) + list(references().items())
-    has_gpu = any(p["device"]["device"] == "cuda" for _, p in profiles[1 if mine is not None else 0:])
-    if section == "ladder":  # a shipped profile made before the ladder existed has nothing to show here
-        profiles = [(name, p) for name, p in profiles if name == "yours" or _get(p, "models", "ladder")]
-    for name, p in profiles:
-        values = {}
-        for label, get in rows:
-            try:
-                values[label] = get(p)
-            except (KeyError, TypeError, ZeroDivisionError):  # a profile from an older schema: show a gap
-                values[label] = None
-        columns.append((name, {k: v for k, v in values.items() if v is not None}))
-    if not has_gpu and section in ("dtypes", "mfu"):
-        columns.append((f"{DATASHEET_GPU} datasheet", _datasheet_rows(section, hardware.gpu(DATASHEET_GPU))))
-    gpu_ladder = any(ladder_mfu(p) for _, p in profiles[1 if mine is not None else 0:] if p["device"]["device"] == "cuda")
-    if section == "ladder" and not gpu_ladder:
-        issue = {f"{i}. {label}": f"MFU {ISSUE_LADDER['mfu'][key]:.1%}" if key in ISSUE_LADDER["mfu"] else "-"
-                 for i, (key, label, _) in enumerate(profile.LADDER, 1)}
-        columns.append((ISSUE_LADDER["name"], {"device": "NVIDIA H200 (torch 2.11)", "MFU divides by": "as issue 40 reports it",
-                                               "GPT size": "L=12 d=768 V=50304 B=16 T=1024", **issue}))
-    labels = [label for label, _ in rows if any(label in values for _, values in columns)]
-    w0 = max(len(label) for label in labels)
-    widths = [max(len(name), *(len(values.get(label, "-")) for label in labels)) for name, values in columns]
-    lines = ["  ".join([" " * w0] + [name.ljust(w) for (name, _), w in zip(columns, widths)]).rstrip(),
-             "  ".join(["-" * w0] + ["-" * w for w in widths])]
-    for label in labels:
-        cells = [values.get(label, "-").ljust(w) for (_, values), w in zip(columns, widths)]
-        lines.append("  ".join([label.ljust(w0)] + cells).rstrip())
-    for name, p in profiles:
-        if name != "yours":
-            made = p.get("made", {})
-            lines.append(f"[{name}] {made.get('date', '?')}: {made.get('command', '?')}")
-    if section == "ladder" and not gpu_ladder:
-        lines.append(f"[{ISSUE_LADDER['name']}] issue 40's measurement (fused AdamW in every rung), not a profile of "
-                     "this package; the course's own GPU ladder: bash tools/gpu_checks.sh (its first step) on a GPU.")
-    if not has_gpu:
-        lines.append("还没有在 GPU 上实测的参考 profile (no measured GPU profile shipped yet)"
-                     + ("：datasheet 一列是数据手册上的峰值，不是测量。" if section in ("dtypes", "mfu") else "。")
-                     + f"在 GPU 上运行 python -m lecture2 profile --out lecture2/profiles/{DATASHEET_GPU}.json 即可补上。")
-    return "\n".join(lines)
-
-
-# ---- figures ------------------------------------------------------------------------------------------------
-
-_COLORS = {"fp32": "tab:blue", "tf32": "tab:green", "bf16": "tab:orange", "fp16": "tab:red", "fp8": "tab:purple"}
-_MARKERS = ["s", "^", "D", "v", "P", "X"]
-
-
-def plot_matmul_references(ax, dtypes: tuple[str, ...] = ("fp32", "bf16")) -> None:
-    """Add every shipped profile's matmul FLOP/s vs n (dashed, hollow markers) to `ax`; while no GPU profile
-    is shipped, add the H200 datasheet peaks as dotted lines labelled "datasheet, not measured"."""
-    refs = references()
-    for i, (name, p) in enumerate(refs.items()):
-        for k in dtypes:
-            m = _get(p, "matmul", k)
-            if not m or "sizes" not in m:
-                continue
-            ax.plot([r["n"] for r in m["sizes"]], [r["flops_per_s"] for r in m["sizes"]], ls="--",
-                    marker=_MARKERS[i % len(_MARKERS)], mfc="none", color=_COLORS.get(k, "gray"), alpha=0.8,
-                    label=f"{k} {name} (shipped profile)")
-    if not any(p["device"]["device"] == "cuda" for p in refs.values()):
-        spec = hardware.gpu(DATASHEET_GPU)
-        for k in dtypes:
-            if k in spec.peak:
-                ax.axhline(spec.peak[k], color=_COLORS.get(k, "gray"), ls=":", lw=1.2,
-                           label=f"{k} {DATASHEET_GPU} datasheet peak (not measured)")
-
-
-def plot_dtypes(mine: dict | None = None):
-    """Best matmul FLOP/s per dtype: yours beside every shipped profile (log scale); while no GPU profile is
-    shipped, the H200's datasheet peaks as hatched bars. Returns a matplotlib Figure."""
-    import matplotlib.pyplot as plt
-
-    groups = ([("yours", mine)] if mine is not None else []) + list(references().items())
-    bars: list[tuple[str, dict[str, float], bool]] = [
-        (f"{name}\n{p['device']['name'][:24]}", {k: _best(p, k) for k in _MATMUL_KEYS if _best(p, k)}, False)
-        for name, p in groups]
-    if not any(p["device"]["device"] == "cuda" for _, p in groups[1 if mine is not None else 0:]):
-        spec = hardware.gpu(DATASHEET_GPU)
-        bars.append((f"{DATASHEET_GPU}\ndatasheet (not measured)", dict(spec.peak), True))
-    keys = [k for k in _MATMUL_KEYS if any(k in v for _, v, _ in bars)]
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    width = 0.8 / max(1, len(keys))
-    for j, k in enumerate(keys):
-        for i, (_, values, datasheet) in enumerate(bars):
-            if k in values:
-                ax.bar(i + (j - (len(keys) - 1) / 2) * width, values[k], width, color=_COLORS[k],
-                       hatch="//" if datasheet else None, alpha=0.5 if datasheet else 0.9)
-    from matplotlib.patches import Patch
-
-    handles = [Patch(color=_COLORS[k], label=k) for k in keys]
-    if any(datasheet for _, _, datasheet in bars):
-        handles.append(Patch(facecolor="white", edgecolor="gray", hatch="//", label="datasheet peak"))
-    ax.set_xticks(range(len(bars)), [label for label, _, _ in bars], fontsize=8)
-    ax.set_yscale("log")
-    ax.set_ylabel("matmul FLOP/s (best)")
-    ax.set_title("matmul FLOP/s by dtype: your machine vs the references")
-    ax.legend(handles=handles, fontsize=8, ncol=len(handles))
-    fig.tight_layout()
-    return fig
-
-
-def plot_ladder(mine: dict | None = None):
-    """The MFU ladder as grouped bars, a group per rung: yours (a `measure_here("ladder")` result) beside every
-    shipped profile that holds a ladder, and issue 40's H200 measurement while no shipped GPU profile holds one
-    (hatched: not this package's profile). A rung not measured in a column has no bar. Returns a Figure."""
-    import matplotlib.pyplot as plt
-
-    groups = ([("yours", mine)] if mine is not None else []) + list(references().items())
-    series = [(f"{name} ({p['device']['name'][:20]})", ladder_mfu(p), False) for name, p in groups if ladder_mfu(p)]
-    if not any(ladder_mfu(p) for name, p in groups if name != "yours" and p["device"]["device"] == "cuda"):
-        series.append((ISSUE_LADDER["name"], ISSUE_LADDER["mfu"], True))
-    keys = [key for key, _, _ in profile.LADDER]
-    fig, ax = plt.subplots(figsize=(9, 3.4))
-    width = 0.8 / max(1, len(series))
-    for j, (name, mfu, borrowed) in enumerate(series):
-        xs = [i + (j - (len(series) - 1) / 2) * width for i, k in enumerate(keys) if k in mfu]
-        ys = [100 * mfu[k] for k in keys if k in mfu]
-        bars = ax.bar(xs, ys, width, label=name, hatch="//" if borrowed else None, alpha=0.6 if borrowed else 0.9)
-        ax.bar_label(bars, fmt="%.0f", fontsize=7)
-    ax.set_xticks(range(len(keys)), [label.replace("scaled_dot_product_attention", "SDPA") for _, label, _ in profile.LADDER],
-                  fontsize=8, rotation=15)
-    ax.set_ylabel("MFU (%)")
-    ax.set_title("the MFU ladder: each rung adds one change to the rungs before it")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
