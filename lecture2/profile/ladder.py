@@ -54,12 +54,7 @@ def mfu_ladder(cfg: dict, device: str, repeat: int, compile_model: bool | None =
     """
     g, lad = cfg["gpt"], cfg.get("ladder", {})
     compile_model = lad.get("compile", device == "cuda") if compile_model is None else compile_model
-    try:
-        key, peak = hardware.training_peak(device)
-        source = hardware.applicable_peak(key, device).source
-    except hardware.UnknownGPU as err:  # a GPU without a datasheet row: times and tokens/s, no MFU
-        key, peak, source = None, None, str(err)
-    result: dict = {"gpt": dict(g), "peak": {"dtype": key, "flops_per_s": peak, "source": source}, "rungs": {}}
+    result: dict = {"gpt": dict(g), "peak": _ladder_peak(device), "rungs": {}}
     settings = {"bf16": False, "sdpa": False, "compiled": False, "fused_adamw": False, "B": g["B"], "T": g["T"],
                 "tf32": device == "cuda"}
     built: dict = {}  # sdpa -> (model, compiled module or None): one model per attention kind, compiled once
@@ -71,45 +66,69 @@ def mfu_ladder(cfg: dict, device: str, repeat: int, compile_model: bool | None =
                 result["rungs"][name] = {"label": label, "skipped": "torch.compile not run here (on a CPU its C++ "
                                          "compilation takes tens of seconds: `python -m lecture2 profile` measures it)"}
                 continue
-            settings = {**settings, **{k: v for k, v in change.items() if k not in ("compile", "batch")}}
-            settings["compiled"] = settings["compiled"] or bool(change.get("compile"))
-            if change.get("batch"):
-                settings["B"] = lad.get("batch_large", 2 * g["B"])
-            try:
-                if settings["sdpa"] not in built:
-                    built.clear()
-                    if device == "cuda":
-                        torch.cuda.empty_cache()
-                    model, _ = _gpt({**g, "fused_attention": settings["sdpa"]}, device)
-                    built[settings["sdpa"]] = [model, None]
-                model, compiled = built[settings["sdpa"]]
-                if settings["compiled"] and compiled is None:
-                    compiled = built[settings["sdpa"]][1] = torch.compile(model, dynamic=False)
-                fwd = compiled if settings["compiled"] else model
-                torch.manual_seed(1)
-                idx = torch.randint(0, g["vocab_size"], (settings["B"], g["T"]), device=device)
-                step, opt = _ladder_step(model, fwd, idx, settings, device)
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                    torch.cuda.reset_peak_memory_stats()
-                seconds = _seconds(step, device, repeat, warmup=3 if settings["compiled"] else 1)
-                flops = _gpt_flops_per_token(model, g["T"])["total"] * settings["B"] * g["T"]
-                rung = {"label": label, "settings": dict(settings), "seconds": seconds, "model_flops": flops,
-                        "flops_per_s": flops / seconds, "tokens_per_s": settings["B"] * g["T"] / seconds,
-                        "mfu": flops / seconds / peak if peak else None}
-                if device == "cuda":
-                    rung["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
-                del step, opt
-            except Exception as err:  # out of memory, a compiler that fails on this machine: record why, go on
-                rung = {"label": label, "settings": dict(settings),
-                        "skipped": f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"[:300]}
-                if device == "cuda":
-                    torch.cuda.empty_cache()
-            result["rungs"][name] = rung
+            settings = _with_change(settings, change, lad.get("batch_large", 2 * g["B"]))
+            result["rungs"][name] = _rung(label, settings, built, g, device, repeat, result["peak"]["flops_per_s"])
     built.clear()
     if compile_model:
         torch._dynamo.reset()  # the compiled graphs hold the models: let them go
     return result
+
+
+def _ladder_peak(device: str) -> dict:
+    """{"dtype", "flops_per_s", "source"}: the one peak every rung divides by (`hardware.training_peak`); on a GPU
+    without a datasheet row, no peak and why (times and tokens/s, no MFU)."""
+    try:
+        key, peak = hardware.training_peak(device)
+        source = hardware.applicable_peak(key, device).source
+    except hardware.UnknownGPU as err:
+        key, peak, source = None, None, str(err)
+    return {"dtype": key, "flops_per_s": peak, "source": source}
+
+
+def _with_change(settings: dict, change: dict, batch_large: int) -> dict:
+    """The settings of the next rung: those of the rung before with `change` made (every change above it kept)."""
+    settings = {**settings, **{k: v for k, v in change.items() if k not in ("compile", "batch")}}
+    settings["compiled"] = settings["compiled"] or bool(change.get("compile"))
+    if change.get("batch"):
+        settings["B"] = batch_large
+    return settings
+
+
+def _rung(label: str, settings: dict, built: dict, g: dict, device: str, repeat: int, peak: float | None) -> dict:
+    """One rung measured: its best step time (seconds) after a warm-up, model FLOPs, FLOP/s, tokens/s and MFU (and
+    on CUDA the allocator's peak, bytes), or why it was skipped (out of memory, a compiler that fails here: the
+    ladder goes on). `built` keeps one model per attention kind, and its compiled module once compiled."""
+    try:
+        if settings["sdpa"] not in built:
+            built.clear()
+            if device == "cuda":
+                torch.cuda.empty_cache()
+            model, _ = _gpt({**g, "fused_attention": settings["sdpa"]}, device)
+            built[settings["sdpa"]] = [model, None]
+        model, compiled = built[settings["sdpa"]]
+        if settings["compiled"] and compiled is None:
+            compiled = built[settings["sdpa"]][1] = torch.compile(model, dynamic=False)
+        fwd = compiled if settings["compiled"] else model
+        torch.manual_seed(1)
+        idx = torch.randint(0, g["vocab_size"], (settings["B"], g["T"]), device=device)
+        step, opt = _ladder_step(model, fwd, idx, settings, device)
+        if device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        seconds = _seconds(step, device, repeat, warmup=3 if settings["compiled"] else 1)
+        flops = _gpt_flops_per_token(model, g["T"])["total"] * settings["B"] * g["T"]
+        rung = {"label": label, "settings": dict(settings), "seconds": seconds, "model_flops": flops,
+                "flops_per_s": flops / seconds, "tokens_per_s": settings["B"] * g["T"] / seconds,
+                "mfu": flops / seconds / peak if peak else None}
+        if device == "cuda":
+            rung["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
+        del step, opt
+    except Exception as err:  # out of memory, a compiler that fails on this machine: record why, go on
+        rung = {"label": label, "settings": dict(settings),
+                "skipped": f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"[:300]}
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return rung
 
 
 def ladder_summary(p: dict) -> str:
