@@ -13,7 +13,7 @@ with the same {fields}. The Chinese texts keep the course's style (Chinese with 
 
 lecture2.checks builds its messages in Chinese today; `localize` gives the English edition its fixed words and its
 hint in English (the lab shows a failed check through it: lecture2.lab; the grader's feedback builds its lines from
-the check's fields instead). When checks.py is next edited, its messages can be made with `say` directly.
+the check's fields instead). When lecture2.checks is next edited, its messages can be made with `say` directly.
 """
 from __future__ import annotations
 

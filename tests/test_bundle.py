@@ -20,7 +20,7 @@ def test_bundle_has_the_release_package_and_setup(tmp_path):
     names = set(zipfile.ZipFile(path).namelist())
     for name in notebook_names():
         assert f"lecture2-student/notebooks/lec02/{name}" in names
-    for needed in ("lecture2/__init__.py", "lecture2/checks.py", "pyproject.toml", "environment.yml", "README.md",
+    for needed in ("lecture2/__init__.py", "lecture2/checks/__init__.py", "pyproject.toml", "environment.yml", "README.md",
                    "Makefile"):
         assert f"lecture2-student/{needed}" in names
 

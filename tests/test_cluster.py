@@ -209,7 +209,7 @@ def dask(tmp_path_factory, elsewhere):
         edited = root / "edited-checkout"
         for package in ("lecture2", "lecture2_grader"):
             shutil.copytree(ROOT / package, edited / package, ignore=shutil.ignore_patterns("__pycache__"))
-        with (edited / "lecture2" / "checks.py").open("a") as f:
+        with (edited / "lecture2" / "checks" / "__init__.py").open("a") as f:
             f.write("\n# edited on this worker only\n")
         local.worker("edited", cwd=edited)
         local.worker("elsewhere", python=str(elsewhere))

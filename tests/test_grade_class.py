@@ -278,7 +278,7 @@ def attacks_corpus(course: Path) -> dict[str, dict]:
             "                f.write(b'\\0' * 2**20)\n    except OSError:\n        pass\n"
             "_fill('/dev/shm/x'); _fill('/tmp/x'); _fill('/dev/x')\n"), FULL, ["names the path '/dev/shm/x'"]),
         "escape": one(sub.filled(NB1, **{TB: ESCAPE.format(other=other, gradebook=course / "gradebook.db",
-                                                          checks=ROOT / "lecture2" / "checks.py", course=course)}), FULL,
+                                                          checks=ROOT / "lecture2" / "checks" / "__init__.py", course=course)}), FULL,
                       ["flagged for review"]),
         "flooding-reply": one(tensor_bytes_doing(WRITE_REPLY + "os.write(fd, frame(('{\"id\": \"%s\", \"ok\": {\"$set\": [%s]}}' "
                                                  "% (in_flight(), ','.join(str(1 + i * (2**61 - 1)) for i in range(200_000)))).encode()))",
@@ -455,7 +455,7 @@ def graded(tmp_path_factory):
     (course / "submitted" / "bad name!").mkdir()  # a folder the grader does not accept: noted, the class goes on
     marker = Path("/tmp/lecture2-escape-marker")
     marker.unlink(missing_ok=True)
-    checks_before = hashlib.sha256((ROOT / "lecture2" / "checks.py").read_bytes()).hexdigest()
+    checks_before = hashlib.sha256((ROOT / "lecture2" / "checks" / "__init__.py").read_bytes()).hexdigest()
     correct_before = (course / "submitted" / "correct" / ASSIGNMENT / NB1).read_bytes()
     start, began = time.perf_counter(), time.time()
     rt = grading_runtime()
@@ -467,7 +467,7 @@ def graded(tmp_path_factory):
     results = list((course / "autograded").glob(f"*/{ASSIGNMENT}/*.result.json"))
     return {"course": course, "cases": cases, "students": {s.name: s for s in students}, "notes": notes,
             "seconds": seconds, "first_result": min(p.stat().st_mtime for p in results) - began,
-            "untouched": (checks_before == hashlib.sha256((ROOT / "lecture2" / "checks.py").read_bytes()).hexdigest(),
+            "untouched": (checks_before == hashlib.sha256((ROOT / "lecture2" / "checks" / "__init__.py").read_bytes()).hexdigest(),
                           correct_before == (course / "submitted" / "correct" / ASSIGNMENT / NB1).read_bytes(),
                           not marker.exists())}
 
@@ -501,7 +501,7 @@ def test_nothing_a_student_wrote_reaches_the_terminal_raw(graded):
 
 def test_the_sandbox_kept_the_course_and_other_students_intact(graded):
     checks_same, other_same, no_marker = graded["untouched"]
-    assert checks_same, "lecture2/checks.py was modified"
+    assert checks_same, "lecture2/checks/__init__.py was modified"
     assert other_same, "another student's submission was modified"
     assert no_marker, "a detached process of a student survived the sandbox"
     with Gradebook(gradebook.db_url(graded["course"])) as gb:

@@ -66,7 +66,7 @@ def test_the_judge_draws_from_the_jobs_secret(monkeypatch):
     started by a test cell that calls no answer)."""
     seen = []
     real = checks.drawn
-    monkeypatch.setattr(checks, "drawn", lambda label: seen.append((checks._DRAW_SECRET, label)) or real(label))
+    monkeypatch.setattr(checks, "drawn", lambda label: seen.append((checks.draws._DRAW_SECRET, label)) or real(label))
     job = {"tests": [{"index": 1, "grade_id": "t", "source": "from lecture2 import checks\nchecks.drawn('x')\n"}],
            "cells": [], "answer_names": [], "draw": "ab" * 32, **runtime().judge_settings()}
     judged = judge.judge(job)
