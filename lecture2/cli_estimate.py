@@ -331,6 +331,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
                "--tp 8 --sp --pp 16 --virtual-stages 7 --zero 2 --fewer-layers-at-ends 1\n"
                "  python -m lecture2 estimate --config ./config.json --gpus 1024 --search",
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_run_options(est)
+    _add_shape_options(est)
+    _add_plan_options(est)
+    est.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    est.set_defaults(func=cmd_estimate, parser=est)
+    return est
+
+
+def _add_run_options(est) -> None:
+    """The 6ND estimate's options: parameters, tokens, GPU, GPU count, MFU, price (USD per GPU-hour), dtype, shard."""
     est.add_argument("--params", type=_number("--params"), default=None, metavar="N",
                      help="model parameters, e.g. 7e9 (with a shape: plan it with this many parameters)")
     est.add_argument("--tokens", type=_number("--tokens"), required=True, metavar="D", help="training tokens, e.g. 2e12")
@@ -346,6 +356,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                      help="the peak column of the 6ND estimate (default bf16); fp8 also plans FP8 GEMMs")
     est.add_argument("--shard", choices=list(estimate.SHARD_STAGES), default="zero3",
                      help="how the 6ND estimate divides the training state: none, zero1, zero2, zero3 (default)")
+
+
+def _add_shape_options(est) -> None:
+    """The model to plan: a preset, a config.json, or the shape flags (layers, widths, heads, vocabulary, MLP)."""
     shape = est.add_argument_group("the model to plan (one of --model, --config, or the shape flags)")
     shape.add_argument("--model", type=_model, default=None, metavar="NAME", help=f"a preset: {', '.join(planner.MODELS)}")
     shape.add_argument("--config", default=None, metavar="PATH",
@@ -355,6 +369,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        ("--vocab", "vocabulary size")):
         shape.add_argument(flag, type=_number(flag, integer=True), default=None, help=what)
     shape.add_argument("--mlp", choices=("swiglu", "gelu"), default=None, help="the MLP: SwiGLU (3 matrices) or GELU")
+
+
+def _add_plan_options(est) -> None:
+    """The planning group: the cluster and layout (parallelism, ZeRO, pipeline), then the step's kernels and search."""
     plan = est.add_argument_group(
         "planning on a cluster (lecture2.planner)",
         "The step as a sum of named parts: GEMMs by shape, attention, memory-bound work, each collective with the "
@@ -379,6 +397,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
                       help="layers on the last stage (it also runs the head), the rest spread evenly")
     plan.add_argument("--recompute", choices=estimate.RECOMPUTE, default="none",
                       help="activation recomputation: selective = Megatron-Core's recompute modules")
+    _add_step_options(plan)
+
+
+def _add_step_options(plan) -> None:
+    """The planning group's rest: TP overlap, SMs for communication, sequence and batch (tokens, sequences), GEMM and
+    attention kernels, the training recipe (bytes per parameter), activations' accounting, what-ifs and --search."""
     plan.add_argument("--tp-overlap", choices=("none", "megatron", "userbuffers"), default="megatron",
                       help="how TP's collectives meet the GEMMs: megatron (default: the backward's input-gradient "
                            "collective beside the weight-gradient GEMM), userbuffers (Transformer Engine's "
@@ -405,6 +429,3 @@ def add_parser(sub) -> argparse.ArgumentParser:
     plan.add_argument("--no-overlap", action="store_true", help="no communication hidden behind compute")
     plan.add_argument("--search", action="store_true", help="try the layouts practitioners run; print the fastest")
     plan.add_argument("--top", type=_number("--top", integer=True), default=5, help="layouts --search prints")
-    est.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    est.set_defaults(func=cmd_estimate, parser=est)
-    return est

@@ -115,6 +115,17 @@ def _allocate(t: torch.Tensor) -> None:
     t.untyped_storage().resize_(t.numel() * t.element_size())
 
 
+def _check_arguments(stage: int, recipe: str, bucket_bytes) -> None:
+    """ZeroEngine's arguments, checked before anything is allocated: the stage, the recipe, the bucket size (bytes)."""
+    if stage not in (0, 1, 2, 3):
+        raise ValueError(f"ZeRO stage 应是 0, 1, 2 或 3, 得到 {stage!r}")
+    if recipe not in RECIPES:
+        raise ValueError(f"未知的 recipe {recipe!r}; known: {', '.join(RECIPES)}")
+    if bucket_bytes is not None and (not isinstance(bucket_bytes, int) or isinstance(bucket_bytes, bool)
+                                     or bucket_bytes < 1):
+        raise ValueError(f"bucket_bytes 应是正整数或 None, 得到 {bucket_bytes!r}")
+
+
 class ZeroEngine:
     """Train `model` with ZeRO stage `stage` (0-3) under `recipe` (a key of RECIPES) on `group`.
 
@@ -126,19 +137,26 @@ class ZeroEngine:
     def __init__(self, model: torch.nn.Module, stage: int, recipe: str = "fp32_adam", lr: float = 1e-3,
                  group: dist.ProcessGroup | None = None, reduce_dtype: torch.dtype | None = None,
                  bucket_bytes: int | None = None):
-        if stage not in (0, 1, 2, 3):
-            raise ValueError(f"ZeRO stage 应是 0, 1, 2 或 3, 得到 {stage!r}")
-        if recipe not in RECIPES:
-            raise ValueError(f"未知的 recipe {recipe!r}; known: {', '.join(RECIPES)}")
-        if bucket_bytes is not None and (not isinstance(bucket_bytes, int) or isinstance(bucket_bytes, bool)
-                                         or bucket_bytes < 1):
-            raise ValueError(f"bucket_bytes 应是正整数或 None, 得到 {bucket_bytes!r}")
+        _check_arguments(stage, recipe, bucket_bytes)
         self.stage, self.recipe, self.group = stage, recipe, group
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         dtype, optimizer, mixed = RECIPES[recipe]
         self.reduce_dtype = dtype if reduce_dtype is None else reduce_dtype
         if self.reduce_dtype not in (dtype, torch.float32):
             raise ValueError(f"reduce_dtype 应是模型的 dtype ({dtype}) 或 torch.float32, 得到 {reduce_dtype!r}")
+        self._flatten_parameters(model, dtype)
+        self._gradient_buffers()
+        self._optimizer_state(mixed, optimizer, lr)
+        self._gradient_buckets(bucket_bytes)
+        self._pending: dict[int, dict] = {}
+        self._reduced: torch.Tensor | None = None
+        self.on_phase = None  # called with each phase's name as a step enters it (a memory watch listens)
+
+    def _flatten_parameters(self, model: torch.nn.Module, dtype: torch.dtype) -> None:
+        """The model in `dtype`, its parameters views of one flat buffer (padded to a multiple of the world size
+        from stage 1 on), and this rank's shard of it (elements lo to lo + shard): a view, or at stage 3 a copy, the
+        only one held between steps (the flat buffer's bytes are freed)."""
+        stage = self.stage
         self.model = model.to(dtype)
         self.params = list(dict.fromkeys(model.parameters()))  # a tied weight once
         self.n_params = sum(p.numel() for p in self.params)
@@ -161,9 +179,12 @@ class ZeroEngine:
         else:
             self.param_shard = own  # a view: no extra bytes
 
+    def _gradient_buffers(self) -> None:
+        """Where gradients live: stages 0-1 a full flat buffer (each parameter's .grad a view of it), stages 2-3
+        only this rank's reduced shard."""
         self.flat_grads = None  # stages 0-1: a full gradient buffer, the .grad of each parameter a view of it
         self.grad_shard = None  # stages 2-3: only this rank's reduced shard
-        if stage <= 1:
+        if self.stage <= 1:
             self.flat_grads = torch.zeros_like(self.flat_params)
             offset = 0
             for p in self.params:
@@ -172,14 +193,20 @@ class ZeroEngine:
         else:
             self.grad_shard = torch.zeros_like(self.param_shard)
 
+    def _optimizer_state(self, mixed: bool, optimizer: str, lr: float) -> None:
+        """The optimizer over this rank's shard: in place, or through an fp32 master copy (4 bytes per parameter)
+        when the recipe is mixed precision."""
         # the optimizer updates this rank's shard: in place, or through an fp32 master copy (mixed precision)
         self.mixed = mixed
         self.master = self.param_shard.float() if mixed else self.param_shard  # a copy (4 bytes/param) or an alias
         self.optimizer = Optimizer([self.master], optimizer, lr=lr)
 
+    def _gradient_buckets(self, bucket_bytes: int | None) -> None:
+        """Stages 2-3: gradient buckets of at most `bucket_bytes` bytes (None: one bucket, the whole buffer),
+        contiguous ranges of the flat buffer in backward order, each reduced by a hook once its gradients are in."""
         # stages 2-3: gradient buckets, contiguous ranges of the flat buffer in backward order, filled by hooks
         self.buckets: list[tuple[int, int, list[torch.Tensor]]] = []
-        if stage >= 2:
+        if self.stage >= 2:
             offsets, offset = {}, 0
             for p in self.params:
                 offsets[p] = offset
@@ -200,9 +227,6 @@ class ZeroEngine:
             self._offsets = offsets
             for p in self.params:
                 p.register_post_accumulate_grad_hook(self._grad_ready)
-        self._pending: dict[int, dict] = {}
-        self._reduced: torch.Tensor | None = None
-        self.on_phase = None  # called with each phase's name as a step enters it (a memory watch listens)
 
     PHASES = ("forward and backward", "gradient reduction", "optimizer step")
 

@@ -151,7 +151,36 @@ def start(course: Path, roster_path: Path | None, port: int, exchange: Path, hom
     if roster_path is None and not demo:
         raise HubError("which class? make hub HUB_ROSTER=roster.csv (one row a person: docs/hub.md), or, to try the "
                        "demo class (alice and bob) on your own machine, make hub HUB_DEMO=1")
-    notes = []
+    notes, roster_path, people = _check_roster(roster_path)
+    preflight.machine(course, proxy, exchange)
+    owner = preflight.course_owner(course)
+    notes += preflight.walls(bounds, bounded)
+    lock = _start_lock(state)
+    try:
+        _refuse_or_clean_up(state, port, notes)
+        t0 = time.monotonic()
+        demo_password = ""
+        if demo:
+            roster_path, demo_password = roster.demo(state)
+            people = preflight.people(roster_path)
+        lines = _lay_out(course, state, exchange, homes, owner, bounds)
+        s = settings.Settings(course=str(course), state=str(state), roster=str(roster_path), exchange=str(exchange),
+                              homes=str(homes), port=port, public_url=public_url.rstrip("/"), owner=owner.pw_name,
+                              limits=bounds.to_json(), bounded=bounded, hub_port=preflight.free_port(),
+                              proxy_api_port=preflight.free_port(), proxy=str(Path(proxy).resolve()), extra=extra or {})
+        s.write()
+        hub = _launch(s, state)
+        _wait_up(s, hub, state)
+        _print_up(s, hub, t0, notes + lines, people, roster_path, bounds, bounded, demo, demo_password)
+        return 0
+    finally:
+        lock.close()
+
+
+def _check_roster(roster_path: Path | None) -> tuple[list[str], Path | None, list | None]:
+    """The roster read and checked (none for the demo class, made later): (notes on people without a password yet,
+    the roster's resolved path, its people)."""
+    notes, people = [], None
     if roster_path is not None:
         roster_path = roster_path.resolve()
         people = preflight.people(roster_path)
@@ -160,81 +189,93 @@ def start(course: Path, roster_path: Path | None, port: int, exchange: Path, hom
             notes.append(f"note: {len(nameless)} on the roster have no password yet and cannot log in "
                          f"({', '.join(nameless[:5])}{' ...' if len(nameless) > 5 else ''}): "
                          f"python -m lecture2_hub passwords {roster_path}")
-    preflight.machine(course, proxy, exchange)
-    owner = preflight.course_owner(course)
-    notes += preflight.walls(bounds, bounded)
+    return notes, roster_path, people
+
+
+def _start_lock(state: Path):
+    """The state folder made, and its lock file held (exclusive, not waiting): one `make hub` of a state at a time.
+    Returns the open lock file; closing it releases the lock."""
     state.mkdir(parents=True, exist_ok=True)
     lock = os.fdopen(os.open(state / "lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600), "a")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         raise HubError(f"another `make hub` of {state} is starting right now: wait for it, then `make hub-status`") from None
+    return lock
+
+
+def _refuse_or_clean_up(state: Path, port: int, notes: list[str]) -> None:
+    """Nothing starts while this state's hub runs or the port is taken; a dead hub's leftover processes are stopped
+    (a note for each such clean-up is appended to `notes`)."""
+    already = running(state)
+    if already:
+        raise HubError(f"the course's hub is already running (pid {already.pid}, {already.url}): nothing else was "
+                       "started. `make hub-status` shows it, `make hub-stop` stops it")
+    if not preflight.port_free(port):
+        raise HubError(f"port {port} on 127.0.0.1 is in use by another program: nothing was started. Stop it, or "
+                       f"choose another port: make hub HUB_PORT={port + 1}")
+    leftovers = stop_processes(state)  # of a hub that died: its servers would hold ports and files
+    if leftovers:
+        notes.append(f"stopped {leftovers} processes left by an earlier hub of {state}")
+
+
+def _lay_out(course: Path, state: Path, exchange: Path, homes: Path, owner, bounds: StudentLimits) -> list[str]:
+    """The course folder protected, the exchange made (its own bounded disk where set) and laid out, the config
+    written, the instructor's private folder and the homes made, the assignments released; the lines to print."""
+    lines = accounts.protect_course(course, keep=(state.name,) if state.parent == course else ())
+    os.chmod(state, 0o711)  # students' servers read config/ in it; nothing else
+    if bounds.exchange:
+        made = disks.exchange(state, exchange, bounds.exchange)
+        if made:
+            lines.append(made)
     try:
-        already = running(state)
-        if already:
-            raise HubError(f"the course's hub is already running (pid {already.pid}, {already.url}): nothing else was "
-                           "started. `make hub-status` shows it, `make hub-stop` stops it")
-        if not preflight.port_free(port):
-            raise HubError(f"port {port} on 127.0.0.1 is in use by another program: nothing was started. Stop it, or "
-                           f"choose another port: make hub HUB_PORT={port + 1}")
-        leftovers = stop_processes(state)  # of a hub that died: its servers would hold ports and files
-        if leftovers:
-            notes.append(f"stopped {leftovers} processes left by an earlier hub of {state}")
-        t0 = time.monotonic()
-        demo_password = ""
-        if demo:
-            roster_path, demo_password = roster.demo(state)
-            people = preflight.people(roster_path)
-        lines = accounts.protect_course(course, keep=(state.name,) if state.parent == course else ())
-        os.chmod(state, 0o711)  # students' servers read config/ in it; nothing else
-        if bounds.exchange:
-            made = disks.exchange(state, exchange, bounds.exchange)
-            if made:
-                lines.append(made)
-        try:
-            lines += exchange_layout.prepare(exchange, owner)
-        except exchange_layout.ExchangeProblem as err:
-            raise HubError(str(err)) from None
-        configs.write(state, exchange, bounds)
-        private = state / "instructor"
-        private.mkdir(exist_ok=True)
-        os.chmod(private, 0o700)
-        os.chown(private, owner.pw_uid, owner.pw_gid)
-        if not homes.exists():
-            homes.mkdir(parents=True)
-            os.chmod(homes, 0o755)
-        try:
-            lines.append(configs.release(course, exchange, owner))
-        except configs.ReleaseError as err:
-            raise HubError(str(err)) from None
-        s = settings.Settings(course=str(course), state=str(state), roster=str(roster_path), exchange=str(exchange),
-                              homes=str(homes), port=port, public_url=public_url.rstrip("/"), owner=owner.pw_name,
-                              limits=bounds.to_json(), bounded=bounded, hub_port=preflight.free_port(),
-                              proxy_api_port=preflight.free_port(), proxy=str(Path(proxy).resolve()), extra=extra or {})
-        s.write()
-        log = open(state / "jupyterhub.log", "ab")
-        os.chmod(state / "jupyterhub.log", 0o600)
-        # umask 077: JupyterHub's database, cookie secret and pid files, and the proxy's, are root's alone
-        hub = subprocess.Popen([str(s.venv_bin / "jupyterhub"), "-f", str(Path(__file__).with_name("jupyterhub_config.py"))],
-                               cwd=state, env=_hub_env(s, state), stdout=log, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, start_new_session=True, umask=0o077)
-        log.close()
-        s.pid = hub.pid
-        s.write()
-        _wait_up(s, hub, state)
-        students = sum(p.role == "student" for p in people)
-        print("\n".join(notes + lines))
-        print(f"the hub is up in {time.monotonic() - t0:.1f} s: {s.url}  ({students} students, "
-              f"{len(people) - students} instructor{'s' if len(people) - students != 1 else ''} on {roster_path.name}; pid {hub.pid})")
-        print(f"each student: {bounds.describe()}" if bounded else "students are not bounded (--no-limits)")
-        print(f"each person's lab opens on a name of its own: {s.url.replace('://', '://<name>.')}/user/<name>/")
-        if demo:
-            print(f"demo class: log in as alice or bob (students, password {roster.DEMO_PASSWORD!r}), or as teacher "
-                  f"(instructor) with the password {demo_password!r}, made for this start and shown only now")
-        print("make hub-status shows it; make hub-stop stops it")
-        return 0
-    finally:
-        lock.close()
+        lines += exchange_layout.prepare(exchange, owner)
+    except exchange_layout.ExchangeProblem as err:
+        raise HubError(str(err)) from None
+    configs.write(state, exchange, bounds)
+    private = state / "instructor"
+    private.mkdir(exist_ok=True)
+    os.chmod(private, 0o700)
+    os.chown(private, owner.pw_uid, owner.pw_gid)
+    if not homes.exists():
+        homes.mkdir(parents=True)
+        os.chmod(homes, 0o755)
+    try:
+        lines.append(configs.release(course, exchange, owner))
+    except configs.ReleaseError as err:
+        raise HubError(str(err)) from None
+    return lines
+
+
+def _launch(s: settings.Settings, state: Path) -> subprocess.Popen:
+    """jupyterhub started in its own session, its output appended to state/jupyterhub.log (mode 600), its pid
+    written to the settings; the running process."""
+    log = open(state / "jupyterhub.log", "ab")
+    os.chmod(state / "jupyterhub.log", 0o600)
+    # umask 077: JupyterHub's database, cookie secret and pid files, and the proxy's, are root's alone
+    hub = subprocess.Popen([str(s.venv_bin / "jupyterhub"), "-f", str(Path(__file__).with_name("jupyterhub_config.py"))],
+                           cwd=state, env=_hub_env(s, state), stdout=log, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, start_new_session=True, umask=0o077)
+    log.close()
+    s.pid = hub.pid
+    s.write()
+    return hub
+
+
+def _print_up(s: settings.Settings, hub, t0: float, lines: list[str], people: list, roster_path: Path,
+              bounds: StudentLimits, bounded: bool, demo: bool, demo_password: str) -> None:
+    """What the instructor reads once the hub answers: the notes, the time it took to come up (seconds), the URL,
+    the class, each student's limits, and for the demo class the passwords."""
+    students = sum(p.role == "student" for p in people)
+    print("\n".join(lines))
+    print(f"the hub is up in {time.monotonic() - t0:.1f} s: {s.url}  ({students} students, "
+          f"{len(people) - students} instructor{'s' if len(people) - students != 1 else ''} on {roster_path.name}; pid {hub.pid})")
+    print(f"each student: {bounds.describe()}" if bounded else "students are not bounded (--no-limits)")
+    print(f"each person's lab opens on a name of its own: {s.url.replace('://', '://<name>.')}/user/<name>/")
+    if demo:
+        print(f"demo class: log in as alice or bob (students, password {roster.DEMO_PASSWORD!r}), or as teacher "
+              f"(instructor) with the password {demo_password!r}, made for this start and shown only now")
+    print("make hub-status shows it; make hub-stop stops it")
 
 
 def stop(state: Path, unmount_exchange: bool = False) -> int:

@@ -196,14 +196,7 @@ def fmt_time(seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--students", type=int, default=4, help="students in the class runs (default: 4)")
-    parser.add_argument("--notebook", action="append", metavar="NAME", help="only this notebook (repeatable)")
-    parser.add_argument("--price", type=float, default=0.05, help="dollars per core-hour for the cost column")
-    parser.add_argument("--skip-plain", action="store_true", help="leave out the plain run and grade one")
-    parser.add_argument("--skip-dask-one", action="store_true", help="leave out the 1-worker Dask run")
-    parser.add_argument("--json", type=Path, help="write every figure to this file")
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     from distributed import LocalCluster
 
     from lecture2_grader.run import dask as cluster
@@ -221,58 +214,93 @@ def main(argv: list[str] | None = None) -> int:
         warm_forkserver()
         cores = os.cpu_count() or 1
         if not args.skip_plain:
-            env = dict(os.environ)
-            env.pop("NBGRADER_EXECUTION", None)
-            start = time.perf_counter()
-            subprocess.run([sys.executable, str(ROOT / "tools" / "run_cells.py"), *map(str, paths)], check=False,
-                           capture_output=True, env=env)
-            plain = figures["plain"] = time.perf_counter() - start
-            print(f"{'plain: run_cells.py on the ' + str(len(paths)) + ' notebooks':<46} {plain:7.1f} s", flush=True)
-            one = course_with(1, tmp / "one", submission)
-            rt = Runtime.for_class(cores)
-            run = grade(one, LocalExecutor(rt, cores), rt, f"grade one full submission (--jobs {cores})",
-                        figures)
-            print(f"ratio grade one (judging) / plain: {run.span() / plain:.2f} (goal <= 1.5)", flush=True)
+            _plain_and_one(paths, tmp, submission, cores, figures)
         course = course_with(args.students, tmp / "class", submission)
         gradebook.register(course)  # the class's fixed cost, once
-        for jobs in (1, 2):
-            rt = Runtime.for_class(jobs)
-            executor = LocalExecutor(rt, jobs)
-            try:
-                grade(course, executor, rt, f"{args.students} submissions, local pool --jobs {jobs}", figures,
-                      memory=jobs == 2)
-            finally:
-                executor.close()
-        dask_runs = [2] if args.skip_dask_one else [2, 1]
-        for workers in dask_runs:
-            rt = Runtime.for_class(workers)
-            local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                 silence_logs=40)
-            executor = cluster.DaskExecutor(rt, cluster=local, name=f"LocalCluster({workers})")
-            try:
-                start = time.perf_counter()
-                executor.preflight()
-                ready = time.perf_counter() - start
-                run = grade(course, executor, rt, f"{args.students} submissions, Dask {workers} worker"
-                            f"{'s' if workers != 1 else ''}", figures)
-                figures["runs"][run_label(args.students, workers)]["workers_ready"] = ready
-                if workers == 2:
-                    trips = executor.round_trip(50)
-                    tasks = list(executor.completed)
-                    figures["dask"] = {
-                        "round_trip_median": statistics.median(trips), "round_trip_p95": percentile(trips, 0.95),
-                        "worker_code_median": statistics.median(t["task_seconds"] - t["seconds"] for t in tasks),
-                        "sent_bytes_mean": statistics.mean(t["sent_bytes"] for t in tasks),
-                        "received_bytes_mean": statistics.mean(t["received_bytes"] for t in tasks),
-                        "sent_bytes_max": max(t["sent_bytes"] for t in tasks),
-                        "received_bytes_max": max(t["received_bytes"] for t in tasks),
-                        "workers_ready": ready}
-            finally:
-                executor.close()
+        _local_runs(course, args.students, figures)
+        _dask_runs(course, args, figures, LocalCluster, cluster)
     report(figures, args)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1, default=str), encoding="utf-8")
     return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line: class size, notebooks, price (dollars per core-hour), runs to skip, the JSON file."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=4, help="students in the class runs (default: 4)")
+    parser.add_argument("--notebook", action="append", metavar="NAME", help="only this notebook (repeatable)")
+    parser.add_argument("--price", type=float, default=0.05, help="dollars per core-hour for the cost column")
+    parser.add_argument("--skip-plain", action="store_true", help="leave out the plain run and grade one")
+    parser.add_argument("--skip-dask-one", action="store_true", help="leave out the 1-worker Dask run")
+    parser.add_argument("--json", type=Path, help="write every figure to this file")
+    return parser
+
+
+def _plain_and_one(paths: list[Path], tmp: Path, submission: Path, cores: int, figures: dict) -> None:
+    """Runs 1 and 2: every code cell in one plain Python process per notebook (seconds), then the grader on one
+    full submission with --jobs = the cores, and the ratio of the two."""
+    env = dict(os.environ)
+    env.pop("NBGRADER_EXECUTION", None)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(ROOT / "tools" / "run_cells.py"), *map(str, paths)], check=False,
+                   capture_output=True, env=env)
+    plain = figures["plain"] = time.perf_counter() - start
+    print(f"{'plain: run_cells.py on the ' + str(len(paths)) + ' notebooks':<46} {plain:7.1f} s", flush=True)
+    one = course_with(1, tmp / "one", submission)
+    rt = Runtime.for_class(cores)
+    run = grade(one, LocalExecutor(rt, cores), rt, f"grade one full submission (--jobs {cores})",
+                figures)
+    print(f"ratio grade one (judging) / plain: {run.span() / plain:.2f} (goal <= 1.5)", flush=True)
+
+
+def _local_runs(course: Path, students: int, figures: dict) -> None:
+    """Run 3: the class on this machine's pool, --jobs 1 then --jobs 2 (the peak memory sampled with 2)."""
+    for jobs in (1, 2):
+        rt = Runtime.for_class(jobs)
+        executor = LocalExecutor(rt, jobs)
+        try:
+            grade(course, executor, rt, f"{students} submissions, local pool --jobs {jobs}", figures,
+                  memory=jobs == 2)
+        finally:
+            executor.close()
+
+
+def _dask_runs(course: Path, args, figures: dict, LocalCluster, cluster) -> None:
+    """Runs 4 and 5: the class on a local Dask cluster with 2 workers (then 1 unless skipped), each worker's ready
+    time (seconds), and with 2 workers the scheduler's round trip and each task's own cost (seconds, bytes)."""
+    dask_runs = [2] if args.skip_dask_one else [2, 1]
+    for workers in dask_runs:
+        rt = Runtime.for_class(workers)
+        local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                             silence_logs=40)
+        executor = cluster.DaskExecutor(rt, cluster=local, name=f"LocalCluster({workers})")
+        try:
+            start = time.perf_counter()
+            executor.preflight()
+            ready = time.perf_counter() - start
+            run = grade(course, executor, rt, f"{args.students} submissions, Dask {workers} worker"
+                        f"{'s' if workers != 1 else ''}", figures)
+            figures["runs"][run_label(args.students, workers)]["workers_ready"] = ready
+            if workers == 2:
+                figures["dask"] = _dask_costs(executor, ready)
+        finally:
+            executor.close()
+
+
+def _dask_costs(executor, ready: float) -> dict:
+    """Dask's own cost: 50 empty round trips (seconds, median and p95), the worker's code around each judge
+    (seconds), the bytes each task sent and received (mean, max), and the workers' ready time (seconds)."""
+    trips = executor.round_trip(50)
+    tasks = list(executor.completed)
+    return {
+        "round_trip_median": statistics.median(trips), "round_trip_p95": percentile(trips, 0.95),
+        "worker_code_median": statistics.median(t["task_seconds"] - t["seconds"] for t in tasks),
+        "sent_bytes_mean": statistics.mean(t["sent_bytes"] for t in tasks),
+        "received_bytes_mean": statistics.mean(t["received_bytes"] for t in tasks),
+        "sent_bytes_max": max(t["sent_bytes"] for t in tasks),
+        "received_bytes_max": max(t["received_bytes"] for t in tasks),
+        "workers_ready": ready}
 
 
 def run_label(students: int, workers: int) -> str:
@@ -284,6 +312,24 @@ def report(figures: dict, args) -> None:
     local1, local2 = runs[f"{n} submissions, local pool --jobs 1"], runs[f"{n} submissions, local pool --jobs 2"]
     dask2 = runs[run_label(n, 2)]
     dask1 = runs.get(run_label(n, 1))
+    full = _report_full(stems, local2)
+    all_times = _report_judge_times(stems, local2)
+    core_seconds, dask_core_seconds = _report_core_seconds(n, stems, all_times, local2, dask2)
+    _report_speed_ups(local1, local2, dask1, dask2)
+    d = figures["dask"]
+    notebook, per_task = _report_dask_cost(d, all_times)
+    students, cores = 5000, 128
+    predicted = predict(students, cores, dask_core_seconds, all_times, d["workers_ready"])
+    print(f"a {students:,}-student class on {cores} cores: {fmt_time(predicted)} predicted "
+          f"({'under' if predicted < 45 * 60 else 'over'} 45 minutes; goal: under 45 minutes)")
+    _report_sizing(stems, dask_core_seconds, all_times, d["workers_ready"], args.price)
+    figures["derived"] = {"core_seconds": core_seconds, "dask_core_seconds": dask_core_seconds,
+                          "per_task_overhead": per_task, "median_notebook": notebook,
+                          "predicted_5000_on_128": predicted, "full": full}
+
+
+def _report_full(stems: list[str], local2: dict) -> dict[str, bool]:
+    """Which notebooks the reference submission scored fully on (the gradebook's maximum); printed, and returned."""
     full = {}
     maxima = gradebook_maxima(stems)
     for stem in stems:
@@ -293,12 +339,23 @@ def report(figures: dict, args) -> None:
           + (", ".join(s[:2] for s in stems if full[s]) or "none")
           + ("; not: " + ", ".join(f"{s[:2]} ({sorted(str(g) for g in {sc.get(s) for sc in local2['scores'].values()})[0]}"
                                     f"/{maxima.get(s):g})" for s in stems if not full[s]) if not all(full.values()) else ""))
+    return full
+
+
+def _report_judge_times(stems: list[str], local2: dict) -> list[float]:
+    """Each notebook's judge time, p50 and p95 (seconds, --jobs 2), printed; every judge time returned."""
     print("\njudge time per notebook (--jobs 2, each notebook one thread):")
     print(f"  {'notebook':<26} {'p50':>7} {'p95':>7}")
     for stem in stems:
         times = local2["judged"].get(stem, [])
         print(f"  {stem:<26} {percentile(times, 0.5):6.1f}s {percentile(times, 0.95):6.1f}s")
-    all_times = [t for times in local2["judged"].values() for t in times]
+    return [t for times in local2["judged"].values() for t in times]
+
+
+def _report_core_seconds(n: int, stems: list[str], all_times: list[float], local2: dict,
+                         dask2: dict) -> tuple[float, float]:
+    """Core-seconds per submission (local --jobs 2, the judges' sum, the 2-worker Dask cluster) and the judges' peak
+    memory (GiB), printed; returns (local core-seconds, Dask core-seconds)."""
     core_seconds = 2 * local2["span"] / n  # both cores busy for the judging phase
     busy = sum(all_times) / n
     dask_core_seconds = 2 * dask2["span"] / n
@@ -308,11 +365,20 @@ def report(figures: dict, args) -> None:
     print(f"peak memory of the judging processes, --jobs 2: {local2['peak_memory'] / 2**30:.2f} GiB "
           f"({local2['peak_memory'] / 2 / 2**30:.2f} GiB a notebook at once; PSS of the fork server, judges, "
           "sandboxes and students' processes)")
+    return core_seconds, dask_core_seconds
+
+
+def _report_speed_ups(local1: dict, local2: dict, dask1: dict | None, dask2: dict) -> None:
+    """The speed-ups, ratios of judging times: local --jobs 1 to 2, Dask 1 to 2 workers, Dask 2 against local 2."""
     print(f"speed-up local --jobs 1 -> 2: {local1['span'] / local2['span']:.2f}x")
     if dask1:
         print(f"speed-up Dask 1 -> 2 workers: {dask1['span'] / dask2['span']:.2f}x (goal >= 1.85)")
     print(f"Dask 2 workers against local --jobs 2: {dask2['span'] / local2['span']:.3f} of the time")
-    d = figures["dask"]
+
+
+def _report_dask_cost(d: dict, all_times: list[float]) -> tuple[float, float]:
+    """Dask's own cost per task (ms, kB) against a median notebook, printed; returns (the median notebook's
+    seconds, Dask's seconds per task)."""
     notebook = statistics.median(all_times)
     per_task = d["round_trip_median"] + d["worker_code_median"]
     print(f"Dask's own cost per task: scheduler round trip {d['round_trip_median'] * 1e3:.1f} ms (p95 "
@@ -322,24 +388,24 @@ def report(figures: dict, args) -> None:
           f"{d['workers_ready']:.0f} s after it starts (preflight and torch imported once)")
     print(f"  = {per_task * 1e3:.1f} ms per task, {100 * per_task / notebook:.3f}% of a median notebook "
           f"({notebook:.1f} s) (goal < 2%)")
-    students, cores = 5000, 128
-    predicted = predict(students, cores, dask_core_seconds, all_times, d["workers_ready"])
-    print(f"a {students:,}-student class on {cores} cores: {fmt_time(predicted)} predicted "
-          f"({'under' if predicted < 45 * 60 else 'over'} 45 minutes; goal: under 45 minutes)")
+    return notebook, per_task
+
+
+def _report_sizing(stems: list[str], dask_core_seconds: float, all_times: list[float], ready: float,
+                   price: float) -> None:
+    """The sizing table: students (notebooks) by cores, the predicted wall time and its cost at `price` dollars per
+    core-hour, the cores held for the whole run."""
     print(f"\nsizing ({len(stems)} notebooks a student, {dask_core_seconds:.0f} core-seconds a submission as on the "
-          f"2-worker Dask cluster here; ${args.price:g} per core-hour, cores held for the whole run):")
+          f"2-worker Dask cluster here; ${price:g} per core-hour, cores held for the whole run):")
     print("| students (notebooks) | " + " | ".join(f"{c} cores" for c in CORES_COLUMNS) + " |")
     print("|---|" + "---|" * len(CORES_COLUMNS))
     for s in STUDENTS_ROWS:
         cells = []
         for c in CORES_COLUMNS:
-            wall = predict(s, c, dask_core_seconds, all_times, d["workers_ready"])
-            cost = c * wall / 3600 * args.price
+            wall = predict(s, c, dask_core_seconds, all_times, ready)
+            cost = c * wall / 3600 * price
             cells.append(f"{fmt_time(wall)}, ${cost:,.2f}" if cost >= 0.1 else f"{fmt_time(wall)}, ${cost:.3f}")
         print(f"| {s:,} ({s * len(stems):,}) | " + " | ".join(cells) + " |")
-    figures["derived"] = {"core_seconds": core_seconds, "dask_core_seconds": dask_core_seconds,
-                          "per_task_overhead": per_task, "median_notebook": notebook,
-                          "predicted_5000_on_128": predicted, "full": full}
 
 
 def predict(students: int, cores: int, core_seconds: float, notebook_times: list[float], ready: float) -> float:

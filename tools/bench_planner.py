@@ -60,10 +60,7 @@ def write_reached(table) -> Path:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="skip the searches of the published rows")
-    parser.add_argument("--reached", action="store_true", help="rewrite lecture2/planning/reached.py and stop")
-    args = parser.parse_args()
+    args = _parser().parse_args()
     sys.path.insert(0, str(ROOT))
     from lecture2 import planner
     from lecture2.planning import published
@@ -71,6 +68,26 @@ def main() -> int:
     if args.reached:
         print(f"wrote {write_reached(planner.conformance())}")
         return 0
+    _time_plan_and_search(planner)
+    _time_commands()
+    table = _conformance_table(planner, published)
+    if args.quick:
+        return 0
+    _published_against_search(planner, table)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line: --quick, --reached (the module's docstring as the description)."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="skip the searches of the published rows")
+    parser.add_argument("--reached", action="store_true", help="rewrite lecture2/planning/reached.py and stop")
+    return parser
+
+
+def _time_plan_and_search(planner) -> None:
+    """One plan of Llama 3 405B's layout in a fresh process (seconds: importing, the first plan, once warm), and
+    the search for Llama 3 405B on 16,384 H100 in this process (seconds, and how many of its top 10 tie)."""
     fresh = subprocess.run([sys.executable, "-c", _ONE_PLAN], cwd=ROOT, check=True, capture_output=True, text=True)
     imported, first, warm = (float(x) for x in fresh.stdout.split())
     print(f"one plan of Llama 3 405B's layout, in a fresh process: {first:.3f} s (the GEMM fits included; importing "
@@ -81,6 +98,10 @@ def main() -> int:
     print(f"search for Llama 3 405B on 16,384 H100, in process: {time.perf_counter() - start:.2f} s "
           f"({sum(r.loss == 0 or r.tied for r in ranking)} of the top 10 tie with the fastest)")
 
+
+def _time_commands() -> None:
+    """The whole `python -m lecture2 estimate` command for one plan and for --search (seconds, PyTorch's import
+    included)."""
     one = ["estimate", "--model", "llama3-405b", "--tokens", "15.6e12", "--gpus", "16384", "--seq", "8192",
            "--global-batch", "2048", "--tp", "8", "--sp", "--pp", "16", "--virtual-stages", "8", "--zero", "2",
            "--fewer-layers-at-ends", "1"]
@@ -88,6 +109,11 @@ def main() -> int:
               "--global-batch", "2048", "--search"]
     print(f"one plan, the whole command:    {_timed(one):5.2f} s   python -m lecture2 {' '.join(one)}")
     print(f"--search, the whole command:    {_timed(search):5.2f} s   python -m lecture2 {' '.join(search)}")
+
+
+def _conformance_table(planner, published) -> list:
+    """The conformance table, timed (seconds) and printed: each published run's reported and predicted figure and
+    speed ratio, then how many are within 15%, the median error and the band; returns the table."""
     start = time.perf_counter()
     table = planner.conformance()
     print(f"the conformance table:          {time.perf_counter() - start:5.2f} s\n")
@@ -101,8 +127,12 @@ def main() -> int:
     errors = [abs(published.speed_ratio(r) - 1) for r in table]
     print(f"\nwithin 15%: {sum(e <= 0.15 for e in errors)} of {len(errors)}; median error {published.tie(table):.1%}; "
           f"band (lowest, median, highest planned / published speed) {published.band(table)}")
-    if args.quick:
-        return 0
+    return table
+
+
+def _published_against_search(planner, table: list) -> None:
+    """For the first row of each family and every Llama 3 row: the published layout's step time against the
+    search's fastest for the same model, GPUs and batch (seconds), its ties, and the fastest layout's memory (GB)."""
     print("\nthe published layout against the search's best for the same model, GPUs and batch (the first row of each "
           "family, and every Llama 3 row):")
     seen = set()
@@ -122,7 +152,6 @@ def main() -> int:
         print(f"  {row.name}: published {p.step_s:.2f} s, search's fastest {b.step_s:.2f} s "
               f"({p.step_s / b.step_s - 1:+.1%}; {ties} of its top 10 tie with it; search {seconds:.1f} s)\n"
               f"      fastest: {b.layout.describe()}, V {b.layout.virtual_stages}, {b.memory['total'] / 1e9:.1f} GB")
-    return 0
 
 
 if __name__ == "__main__":

@@ -119,9 +119,45 @@ def run_training(job, group, device, backend: str) -> dict:
     import torch
     import torch.distributed as dist
 
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    config, model, n_params, loss_fn = _model_and_batch(job, rank, device)
+    engine = TextbookEngine(job, model, group, job.lr) if job.engine == "textbook" else \
+        TorchEngine(job.engine, model, group, device, job.lr)
+    cuda = device.type == "cuda"
+    sync = timing.synchronizer(device)
+    log = counting.log()
+    losses = _steps_before_measured(job, rank, engine, loss_fn)
+    # the last step, measured
+    dist.barrier(group=group)
+    sync()
+    held_before = memory.held(engine.held())
+    watch, start_cuda = _start_peak(job, cuda, device)
+    written = counting.written_bytes()
+    log.start()
+    _measured_step(engine, loss_fn, watch, losses)
+    sync()
+    calls = log.stop()
+    after = counting.written_bytes()
+    wire = None if backend != "gloo" or written is None or after is None else after - written
+    report = {"rank": rank, "world": world, "n_params": n_params, "held": memory.held(engine.held()),
+              "losses": losses, "collectives": calls, "wire_bytes": wire,
+              "cuda_allocated": torch.cuda.memory_allocated(device) if cuda else None}
+    if job.peak:
+        report["peak"] = _peak_report(held_before, cuda, device, start_cuda, watch)
+    if job.timing:
+        report.update(_timings(job, engine, loss_fn, calls, group, device, config))
+    report["checksum"] = float(engine.full_parameters().abs().sum())
+    dist.barrier(group=group)
+    return report
+
+
+def _model_and_batch(job, rank: int, device):
+    """The job's GPT (the same initial weights on every rank), its parameter count (a tied weight once) and this
+    rank's own batch of (B, T) token ids and targets; returns (config, model, n_params, loss_fn)."""
+    import torch
+
     from .. import models
 
-    rank, world = dist.get_rank(group), dist.get_world_size(group)
     config = models.GPTConfig(**job.model)
     torch.manual_seed(job.seed)  # the same initial model on every rank
     model = models.GPT(config).to(device)
@@ -133,28 +169,36 @@ def run_training(job, group, device, backend: str) -> dict:
     def loss_fn(m):  # through forward(): DDP and FSDP2 act in their forward hooks
         return torch.nn.functional.cross_entropy(m(idx).flatten(0, 1), targets.flatten())
 
-    engine = TextbookEngine(job, model, group, job.lr) if job.engine == "textbook" else \
-        TorchEngine(job.engine, model, group, device, job.lr)
-    cuda = device.type == "cuda"
-    sync = timing.synchronizer(device)
-    log = counting.log()
+    return config, model, n_params, loss_fn
+
+
+def _steps_before_measured(job, rank: int, engine, loss_fn) -> list:
+    """The `job.steps - 1` steps before the measured one (a planned failure may stop any step, the measured one
+    included, before it starts); their losses."""
     losses = []
     for step in range(job.steps - 1):  # the steps before the measured one
         _planned_failure(job, rank, step)
         losses.append(engine.step(loss_fn))
     _planned_failure(job, rank, job.steps - 1)
-    # the last step, measured
-    dist.barrier(group=group)
-    sync()
-    held_before = memory.held(engine.held())
-    watch = None
+    return losses
+
+
+def _start_peak(job, cuda: bool, device):
+    """With `job.peak`: on CUDA the allocator's peak reset and the bytes allocated now; elsewhere a glibc watch.
+    Returns (the watch or None, the CUDA bytes allocated at the start or None)."""
+    import torch
+
+    watch = start_cuda = None
     if job.peak and cuda:
         torch.cuda.reset_peak_memory_stats(device)
         start_cuda = torch.cuda.memory_allocated(device)
     elif job.peak:
         watch = memory.peak_watch()
-    written = counting.written_bytes()
-    log.start()
+    return watch, start_cuda
+
+
+def _measured_step(engine, loss_fn, watch, losses: list) -> None:
+    """The measured step, its loss appended to `losses`; under the watch (told each phase) when there is one."""
     if watch is not None:
         if engine.phases is not None:
             engine.phases.on_phase = watch.phase
@@ -164,30 +208,24 @@ def run_training(job, group, device, backend: str) -> dict:
             engine.phases.on_phase = None
     else:
         losses.append(engine.step(loss_fn))
-    sync()
-    calls = log.stop()
-    after = counting.written_bytes()
-    wire = None if backend != "gloo" or written is None or after is None else after - written
-    report = {"rank": rank, "world": world, "n_params": n_params, "held": memory.held(engine.held()),
-              "losses": losses, "collectives": calls, "wire_bytes": wire,
-              "cuda_allocated": torch.cuda.memory_allocated(device) if cuda else None}
-    if job.peak:
-        before = sum(v for k, v in held_before.items() if k != "step_counters")
-        phases = {}
-        if cuda:
-            rise, how = torch.cuda.max_memory_allocated(device) - start_cuda, "torch.cuda.max_memory_allocated"
-        elif watch is not None and watch.start is not None:
-            phases = {name: before + peak - watch.start for name, peak in watch.peaks.items()}
-            rise, how = max(watch.peaks.values()) - watch.start, "glibc mallinfo2 after every aten op"
-        else:
-            rise, how = None, "not measured here (no CUDA, no glibc mallinfo2)"
-        report["peak"] = {"held_before": before, "rise": rise, "bytes": None if rise is None else before + rise,
-                          "phases": phases, "how": how}
-    if job.timing:
-        report.update(_timings(job, engine, loss_fn, calls, group, device, config))
-    report["checksum"] = float(engine.full_parameters().abs().sum())
-    dist.barrier(group=group)
-    return report
+
+
+def _peak_report(held_before: dict, cuda: bool, device, start_cuda, watch) -> dict:
+    """The measured step's peak: the bytes held before it (the step counters left out), the largest rise, their sum
+    (bytes), the peak of each phase where the watch saw them, and how it was measured."""
+    import torch
+
+    before = sum(v for k, v in held_before.items() if k != "step_counters")
+    phases = {}
+    if cuda:
+        rise, how = torch.cuda.max_memory_allocated(device) - start_cuda, "torch.cuda.max_memory_allocated"
+    elif watch is not None and watch.start is not None:
+        phases = {name: before + peak - watch.start for name, peak in watch.peaks.items()}
+        rise, how = max(watch.peaks.values()) - watch.start, "glibc mallinfo2 after every aten op"
+    else:
+        rise, how = None, "not measured here (no CUDA, no glibc mallinfo2)"
+    return {"held_before": before, "rise": rise, "bytes": None if rise is None else before + rise,
+            "phases": phases, "how": how}
 
 
 def _planned_failure(job, rank: int, step: int) -> None:

@@ -179,59 +179,86 @@ def data_parallel(shape, run, layout, sizes, cost_mb: dict, heavy: int) -> tuple
         return record, 0.0, 0.0
     g, dp_per_node = _dp_groups(c, sizes, layout)
     dense, expert = stage_params(shape, layout, sizes, heavy)
-    n = g.ranks
-    fwd_mb, bwd_mb = cost_mb["forward"], cost_mb["backward"]
-    step_exposed = mb_exposed = 0.0
     if z in (0, 1):  # Megatron: buckets of max(40M, 1M x DP) parameters, reduced once per step
-        P = dense + expert
-        buckets = max(1, math.ceil(P / max(40e6, 1e6 * n)))
-        op = "all_reduce" if z == 0 else "reduce_scatter"
-        red_s = collectives.seconds(op, P * red / buckets, g, buckets)
-        ag_s = 0.0 if z == 0 else collectives.seconds("all_gather", P * r.weights / buckets, g, buckets)
-        record.update(bytes=(2 if z == 0 else 1) * (n - 1) / n * P * red + (n - 1) / n * P * r.weights * (z == 1),
-                      seconds=red_s + ag_s, calls=buckets * (1 + (z == 1)),
-                      algorithm=collectives.choose(op, P * red / buckets, g).describe())
-        if run.overlap:
-            step_exposed = max(red_s - bwd_mb, red_s / buckets) + (max(ag_s - fwd_mb, ag_s / buckets) if ag_s else 0)
-        else:
-            step_exposed = red_s + ag_s
+        step_exposed, mb_exposed = _dp_buckets(run, g, z, dense + expert, r, red, cost_mb, record)
     elif z == 2:  # every micro-batch reduce-scatters its gradients; the parameters are gathered once per step
-        P = dense + expert
-        rs_mb = collectives.seconds("reduce_scatter", P * red, g)
-        ag_s = collectives.seconds("all_gather", P * r.weights, g)
-        record.update(bytes=(n - 1) / n * (m * P * red + P * r.weights), seconds=m * rs_mb + ag_s, calls=m + 1,
-                      algorithm=collectives.choose("reduce_scatter", P * red, g).describe())
-        layers = max(1, sizes.counts[heavy])
-        if run.overlap:  # a micro-batch's reduce-scatter runs on while the stage computes the next slot
-            mb_exposed = max(0.0, rs_mb - cost_mb["slot"])
-            step_exposed = rs_mb / layers + max(ag_s - fwd_mb, ag_s / layers)  # the last layer's share cannot hide
-        else:
-            mb_exposed, step_exposed = rs_mb, ag_s
+        step_exposed, mb_exposed = _dp_zero2(run, g, sizes, dense + expert, r, red, cost_mb, heavy, record)
     else:  # ZeRO-3 / FSDP (HSDP: sharded inside a node, replicas all-reduce the shards once per step)
-        zs = dp_per_node if layout.hsdp else n
-        layers = max(1, sizes.counts[heavy])
-        layer = (dense + expert) / layers
-        if zs > 1:
-            zg = collectives.group(c, zs, min(zs, dp_per_node))
-            ag = collectives.seconds("all_gather", layer * r.weights, zg)
-            rs = collectives.seconds("reduce_scatter", layer * red, zg)
-            f_layer, b_layer = fwd_mb / layers, bwd_mb / layers
-            per_mb = layers * (2 * ag + rs)
-            record.update(bytes=m * layers * (zs - 1) / zs * (2 * layer * r.weights + layer * red),
-                          seconds=m * per_mb, calls=m * layers * 3,
-                          algorithm=collectives.choose("all_gather", layer * r.weights, zg).describe())
-            mb_exposed = (ag + (layers - 1) * max(0.0, ag - f_layer) + rs + (layers - 1) * max(0.0, ag + rs - b_layer)
-                          if run.overlap else per_mb)
-        if layout.hsdp and d > dp_per_node:
-            replicas = d // dp_per_node
-            shard = (dense + expert) * red / dp_per_node
-            rep = collectives.seconds("all_reduce", shard, collectives.group(c, replicas, 1))
-            record["seconds"] += rep
-            record["bytes"] += 2 * (replicas - 1) / replicas * shard
-            record["calls"] += 1
-            step_exposed += max(rep - bwd_mb, 0.0) if run.overlap else rep
+        step_exposed, mb_exposed = _dp_zero3(run, layout, sizes, g, dp_per_node, dense + expert, r, red, cost_mb,
+                                             heavy, record)
     record["exposed_s"] = step_exposed + m * mb_exposed
     return record, step_exposed, mb_exposed
+
+
+def _dp_buckets(run, g, z: int, P: float, r, red: int, cost_mb: dict, record: dict) -> tuple[float, float]:
+    """ZeRO 0 or 1 (Megatron's buckets of max(40M, 1M x DP) parameters): the gradients all-reduced (0) or
+    reduce-scattered and the weights all-gathered (1) once per step. Fills `record` (bytes, seconds, calls, the
+    algorithm); returns (seconds exposed once per step, seconds exposed per micro-batch: 0)."""
+    n = g.ranks
+    fwd_mb, bwd_mb = cost_mb["forward"], cost_mb["backward"]
+    buckets = max(1, math.ceil(P / max(40e6, 1e6 * n)))
+    op = "all_reduce" if z == 0 else "reduce_scatter"
+    red_s = collectives.seconds(op, P * red / buckets, g, buckets)
+    ag_s = 0.0 if z == 0 else collectives.seconds("all_gather", P * r.weights / buckets, g, buckets)
+    record.update(bytes=(2 if z == 0 else 1) * (n - 1) / n * P * red + (n - 1) / n * P * r.weights * (z == 1),
+                  seconds=red_s + ag_s, calls=buckets * (1 + (z == 1)),
+                  algorithm=collectives.choose(op, P * red / buckets, g).describe())
+    if run.overlap:
+        step_exposed = max(red_s - bwd_mb, red_s / buckets) + (max(ag_s - fwd_mb, ag_s / buckets) if ag_s else 0)
+    else:
+        step_exposed = red_s + ag_s
+    return step_exposed, 0.0
+
+
+def _dp_zero2(run, g, sizes, P: float, r, red: int, cost_mb: dict, heavy: int, record: dict) -> tuple[float, float]:
+    """ZeRO-2: every micro-batch reduce-scatters its gradients, the parameters are all-gathered once per step.
+    Fills `record`; returns (seconds exposed once per step, seconds exposed per micro-batch)."""
+    n, m = g.ranks, sizes.micro_batches
+    fwd_mb = cost_mb["forward"]
+    rs_mb = collectives.seconds("reduce_scatter", P * red, g)
+    ag_s = collectives.seconds("all_gather", P * r.weights, g)
+    record.update(bytes=(n - 1) / n * (m * P * red + P * r.weights), seconds=m * rs_mb + ag_s, calls=m + 1,
+                  algorithm=collectives.choose("reduce_scatter", P * red, g).describe())
+    layers = max(1, sizes.counts[heavy])
+    if run.overlap:  # a micro-batch's reduce-scatter runs on while the stage computes the next slot
+        mb_exposed = max(0.0, rs_mb - cost_mb["slot"])
+        step_exposed = rs_mb / layers + max(ag_s - fwd_mb, ag_s / layers)  # the last layer's share cannot hide
+    else:
+        mb_exposed, step_exposed = rs_mb, ag_s
+    return step_exposed, mb_exposed
+
+
+def _dp_zero3(run, layout, sizes, g, dp_per_node: int, P: float, r, red: int, cost_mb: dict, heavy: int,
+              record: dict) -> tuple[float, float]:
+    """ZeRO-3 / FSDP: each layer's weights all-gathered twice (forward, backward) and its gradients reduce-scattered,
+    every micro-batch; with HSDP the sharding stays inside a node and the replicas all-reduce their shards once per
+    step. Fills `record`; returns (seconds exposed once per step, seconds exposed per micro-batch)."""
+    c, n, d, m = run.node, g.ranks, sizes.dp, sizes.micro_batches
+    fwd_mb, bwd_mb = cost_mb["forward"], cost_mb["backward"]
+    step_exposed = mb_exposed = 0.0
+    zs = dp_per_node if layout.hsdp else n
+    layers = max(1, sizes.counts[heavy])
+    layer = P / layers
+    if zs > 1:
+        zg = collectives.group(c, zs, min(zs, dp_per_node))
+        ag = collectives.seconds("all_gather", layer * r.weights, zg)
+        rs = collectives.seconds("reduce_scatter", layer * red, zg)
+        f_layer, b_layer = fwd_mb / layers, bwd_mb / layers
+        per_mb = layers * (2 * ag + rs)
+        record.update(bytes=m * layers * (zs - 1) / zs * (2 * layer * r.weights + layer * red),
+                      seconds=m * per_mb, calls=m * layers * 3,
+                      algorithm=collectives.choose("all_gather", layer * r.weights, zg).describe())
+        mb_exposed = (ag + (layers - 1) * max(0.0, ag - f_layer) + rs + (layers - 1) * max(0.0, ag + rs - b_layer)
+                      if run.overlap else per_mb)
+    if layout.hsdp and d > dp_per_node:
+        replicas = d // dp_per_node
+        shard = P * red / dp_per_node
+        rep = collectives.seconds("all_reduce", shard, collectives.group(c, replicas, 1))
+        record["seconds"] += rep
+        record["bytes"] += 2 * (replicas - 1) / replicas * shard
+        record["calls"] += 1
+        step_exposed += max(rep - bwd_mb, 0.0) if run.overlap else rep
+    return step_exposed, mb_exposed
 
 
 def stage_time(shape, run, layout, sizes, i: int) -> dict:
