@@ -85,7 +85,7 @@ def cell_name(cell, index: int) -> str:
 
 # ---- what must be equal between the two languages of a markdown cell
 
-_FORMULA = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
+_FORMULA = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$([^$\n]+?)(?<!\\)\$", re.S)  # \$: a dollar, not math
 _CODE = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"\]\(([^)\s]+)\)|(?<![(\w])(https?://[^\s)>\]]+)")
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:[.,]\d+)*")
