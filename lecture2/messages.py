@@ -11,13 +11,26 @@ A keyed table rather than gettext catalogues: two languages, a translator sees b
 student bundle ships .py files only (no compiled .mo), and tests/test_messages.py holds every key to both languages
 with the same {fields}. The Chinese texts keep the course's style (Chinese with the English term beside it).
 
-lecture2.checks builds its messages in Chinese today; `localize` gives the English edition its fixed words and its
-hint in English (the lab shows a failed check through it: lecture2.lab; the grader's feedback builds its lines from
-the check's fields instead). When lecture2.checks is next edited, its messages can be made with `say` directly.
+lecture2.checks, lecture2.exercises and lecture2's instruments build their messages in Chinese (f-strings, the English
+term beside it); `localize` gives the English edition their English from a fragment catalogue keyed by the Chinese
+source text (gettext's model: the msgid is the source string). Every string constant of lecture2's code that holds
+Chinese (for an f-string, each of its constant parts, as `ast` gives them) is a key (`chinese_fragments` lists a
+module's); its value is the English of that fragment, written so that the fragments and the f-string's {fields}, in
+the Chinese order, read as an English sentence:
+
+    lecture2.checks_en.FRAGMENTS_EN   lecture2.checks and lecture2.exercises.*
+    lecture2.errors_en.FRAGMENTS_EN   every other module of lecture2 (the instruments' refusals)
+
+Not keys: docstrings, comments, the hints (lecture2.hints_en translates them), this module's, hints_en's and the
+catalogues' own text. tests/test_messages.py holds every fragment of every module to a key, and every key to the
+code. The lab shows a failed check, and an error raised from lecture2's code, through `localize` (lecture2.lab).
 """
 from __future__ import annotations
 
+import ast
+import functools
 import re
+from pathlib import Path
 
 MESSAGES: dict[str, dict[str, str]] = {
     # lecture2.predict: a prediction beside its measurement
@@ -83,9 +96,9 @@ MESSAGES: dict[str, dict[str, str]] = {
                       "en": "No layout of {name} fits on {gpus} GPUs with this batch."},
 }
 
-# The fixed words of lecture2.checks' and lecture2.exercises' messages (built in Chinese) and their English, applied
-# in order by `localize`: a message's own values (what came back, the expected value) are never touched, since
-# they are written in code and numbers.
+# Fixed words of lecture2's messages (built in Chinese) and their English, applied in order by `localize` after the
+# fragment catalogues, as a fallback: for Chinese no catalogue holds (the punctuation, mostly). A message's own values
+# (what came back, the expected value) are never touched, since they are written in code and numbers.
 WORDS_EN: tuple[tuple[str, str], ...] = (
     (r"\n?提示 \(hint\): ", "\nhint: "),
     (r"期望 \(expected\) ", "expected "),
@@ -146,9 +159,91 @@ def hint(key: str, lang: str) -> str:
     return checks.HINTS[key]
 
 
+# Chinese (CJK ideographs, fullwidth forms, CJK punctuation): what a string constant must hold to be a key, and what no
+# English value may hold.
+CHINESE = re.compile(r"[\u3400-\u9fff\uff00-\uffef\u3000-\u303f]")
+PACKAGE = Path(__file__).resolve().parent
+# lecture2's modules whose text is not a fragment: the catalogues themselves, the hints' English, this module
+NOT_FRAGMENTS = ("messages.py", "hints_en.py", "checks_en.py", "errors_en.py")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
+
+
+def _hint_texts() -> set[str]:
+    """Every registered hint's text (lecture2.checks.HINTS, with the hints each exercise module registers)."""
+    import importlib
+    import pkgutil
+
+    from . import checks, exercises
+
+    for module in pkgutil.iter_modules(exercises.__path__):  # each registers its hints as it is imported
+        importlib.import_module(f"{exercises.__name__}.{module.name}")
+    return set(checks.HINTS.values())
+
+
+def chinese_fragments(path: str | Path, hints: set[str] | None = None) -> list[str]:
+    """The catalogue keys of one module of lecture2, in the order of the source: each string constant that holds
+    Chinese (an f-string's constant parts, exactly as `ast` gives them), once; not its docstrings, nor the registered
+    hints' texts (`hints`; by default every hint of lecture2.checks.HINTS, whose English is lecture2.hints_en)."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    hints = _hint_texts() if hints is None else hints
+    docstrings = _docstrings(tree)
+    found: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
+                and node.value not in hints and CHINESE.search(node.value):
+            found.setdefault(node.value)
+    return list(found)
+
+
+def catalogued_modules() -> dict[str, list[Path]]:
+    """lecture2's modules whose fragments each catalogue holds: {"checks_en": checks/*.py and exercises/*.py,
+    "errors_en": every other module (recursively)}; the modules that are not fragments are left out."""
+    checks_side = [*sorted((PACKAGE / "checks").glob("*.py")), *sorted((PACKAGE / "exercises").glob("*.py"))]
+    others = [p for p in sorted(PACKAGE.rglob("*.py")) if p not in checks_side and p.name not in NOT_FRAGMENTS
+              and "__pycache__" not in p.parts]
+    return {"checks_en": checks_side, "errors_en": others}
+
+
+def catalogue(name: str) -> dict[str, str]:
+    """FRAGMENTS_EN of lecture2.checks_en or lecture2.errors_en ({} for one not written yet)."""
+    import importlib
+
+    try:
+        return dict(importlib.import_module(f"{__package__}.{name}").FRAGMENTS_EN)
+    except ModuleNotFoundError as err:
+        if err.name != f"{__package__}.{name}":
+            raise
+        return {}
+
+
+# An English ending in punctuation, where the Chinese went on without a space ("。(", "？x"): a space after it
+_GLUED = re.compile(r"[.,;:?!]$")
+
+
+@functools.lru_cache(maxsize=1)
+def _fragments_en() -> tuple[tuple[str, str, re.Pattern | None], ...]:
+    """Both catalogues merged (lecture2.checks_en's English where both hold a key), longest key first: (key, English,
+    the pattern of the key followed by a character that needs a space after the English's punctuation, or None)."""
+    merged = {**catalogue("errors_en"), **catalogue("checks_en")}
+    return tuple((zh, en, re.compile(re.escape(zh) + r"(?=[^\s)\]}'\"’”])") if _GLUED.search(en) else None)
+                 for zh, en in sorted(merged.items(), key=lambda item: (-len(item[0]), item[0])))
+
+
 def localize(message: str, lang: str, hint_key: str | None = None) -> str:
-    """`message`, built by lecture2.checks in Chinese, with its hint and its fixed words in `lang` (in Chinese: as it
-    is). The hint is found by `hint_key` (or by its text, where the message carries a registered one)."""
+    """`message`, built by lecture2 in Chinese (a check's, an instrument's error), in `lang` (in Chinese: as it is).
+    In English: its hint (found by `hint_key`, or by its text, where the message carries a registered one), then every
+    fragment of the catalogues found in it, longest first, then the fixed words of WORDS_EN (the punctuation) where
+    any Chinese is left. The values a message shows (what came back, the expected value) are code and numbers."""
     if lang != "en" or not message:
         return message
     from . import checks
@@ -157,6 +252,13 @@ def localize(message: str, lang: str, hint_key: str | None = None) -> str:
     keys += [k for k, text in checks.HINTS.items() if text in message and k not in keys]
     for key in keys:
         message = message.replace(checks.HINTS[key], hint(key, "en"))
+    if not CHINESE.search(message):
+        return message
+    for zh, en, glued in _fragments_en():
+        if zh in message:
+            if glued is not None:
+                message = glued.sub(lambda _, en=en: en + " ", message)
+            message = message.replace(zh, en)
     for pattern, english in _WORDS:
         message = pattern.sub(english, message)
     return message

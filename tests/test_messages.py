@@ -1,13 +1,17 @@
 """Messages from one catalogue in both languages (issue 41): every key of lecture2.messages and
 lecture2_grader.messages in every edition's language with the same {fields}; every usual mistake's hint
 (lecture2.checks.HINTS, with every hint an exercise module registers) in English, and no English for a hint that is
-gone; a failed check's fixed words in the English edition."""
+gone; a failed check's fixed words in the English edition; every Chinese fragment of lecture2's code (the checks', the
+instruments' messages) in a catalogue (lecture2.checks_en, lecture2.errors_en), and every planted mistake's message,
+and an error of lecture2's in the lab, in English."""
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import re
 import string
+from contextlib import contextmanager
 
 import pytest
 
@@ -122,3 +126,196 @@ def test_a_check_cell_says_passed_in_the_notebooks_language(monkeypatch, capsys)
         with checks.exercise("demo"):
             pass
         assert capsys.readouterr().out.strip() == passed
+
+
+# ---- the fragment catalogues: lecture2.checks_en (checks.py, exercises/*.py) and lecture2.errors_en (the rest)
+
+MODULES = messages.catalogued_modules()
+ROOT = messages.PACKAGE.parent
+HINT_TEXTS = messages._hint_texts()
+
+
+def _module_id(path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+@pytest.mark.parametrize("path", [p for paths in MODULES.values() for p in paths], ids=_module_id)
+def test_every_chinese_fragment_of_a_module_is_in_a_catalogue(path):
+    """Every string constant of the module that holds Chinese (an f-string's constant parts), not a docstring nor a
+    registered hint, has its English in lecture2.checks_en or lecture2.errors_en (checks.py and the exercises in the
+    first, every other module in the second)."""
+    keys = set(messages.catalogue("checks_en")) | set(messages.catalogue("errors_en"))
+    missing = [f for f in messages.chinese_fragments(path, HINT_TEXTS) if f not in keys]
+    side = next(name for name, paths in MODULES.items() if path in paths)
+    assert not missing, (f"{_module_id(path)}: {len(missing)} fragments without English: add them to "
+                         f"lecture2/{side}.py's FRAGMENTS_EN:\n" + "\n".join(repr(f) for f in missing))
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_catalogue_holds_a_stale_fragment_or_chinese_in_its_english(name):
+    """Every key of a catalogue is a fragment of one of its modules (a message that changed leaves no key behind),
+    once in the dict literal; every English is non-empty and holds no Chinese."""
+    table = messages.catalogue(name)
+    found = {f for path in MODULES[name] for f in messages.chinese_fragments(path, HINT_TEXTS)}
+    stale = sorted(set(table) - found)
+    assert not stale, f"lecture2/{name}.py: keys no module of it holds any more:\n" + "\n".join(map(repr, stale))
+    chinese = {zh: en for zh, en in table.items() if not isinstance(en, str) or not en or messages.CHINESE.search(en)}
+    assert not chinese, f"lecture2/{name}.py: English that is empty or holds Chinese: {chinese}"
+    source = messages.PACKAGE / f"{name}.py"
+    if source.exists():
+        literal = next(n for n in ast.walk(ast.parse(source.read_text(encoding="utf-8"))) if isinstance(n, ast.Dict))
+        written = [k.value for k in literal.keys if isinstance(k, ast.Constant)]
+        assert len(written) == len(set(written)), sorted({k for k in written if written.count(k) > 1})
+
+
+def test_a_fragment_both_catalogues_hold_has_one_english():
+    """localize merges the catalogues (lecture2.checks_en's English where both hold a key): a shared fragment (the
+    punctuation, ", got ") must read the same in both, or the instruments' messages would not get theirs."""
+    checks_side, errors_side = messages.catalogue("checks_en"), messages.catalogue("errors_en")
+    differ = {zh: (checks_side[zh], errors_side[zh]) for zh in set(checks_side) & set(errors_side)
+              if checks_side[zh] != errors_side[zh]}
+    assert not differ, f"fragments with two Englishes (checks_en, errors_en): {differ}"
+
+
+def test_fragments_make_an_english_sentence():
+    """The fragments, longest first, with the fields between them; a space where the Chinese went on after its full
+    stop; the punctuation of WORDS_EN where a catalogue has no fragment."""
+    zh = ("x: 期望 (expected) 12，得到 (got) 9。(比值 ratio got/expected = 0.75，差 difference got − expected = -3，"
+          "= +1 × d -2 × V·d：是不是多算了 d、漏算了 2 次 V·d？)")
+    assert messages.localize(zh, "en") == (
+        "x: expected 12, got 9. (ratio got/expected = 0.75, difference got − expected = -3, = +1 × d -2 × V·d: "
+        "did you over-count by d and under-count by 2 times V·d?)")
+    assert messages.localize(zh, "zh") == zh
+
+
+class _Enough(BaseException):
+    """A test cell's exercise stops at its first failed group: the messages are what this test reads."""
+
+
+@contextmanager
+def _first_failure_only(monkeypatch):
+    group = checks.Exercise.group
+
+    @contextmanager
+    def first_failure(self, label):
+        if any(not outcome["passed"] for outcome in self.outcomes.values()):
+            raise _Enough
+        with group(self, label):
+            yield
+
+    monkeypatch.setattr(checks.Exercise, "group", first_failure)
+    yield
+
+
+def _planted_notebooks() -> list[str]:
+    from conftest import notebook_names
+
+    return notebook_names()
+
+
+@pytest.mark.parametrize("name", _planted_notebooks())
+def test_every_planted_mistakes_message_reads_in_english(name, monkeypatch, capsys):
+    """Each usual mistake of tests/planted, answered in this process as in the lab (the reference answers of the
+    notebook's other cells beside it, the instructor's test cell, every group up to the first that fails), fails
+    with a message that holds no Chinese once localized (its hint, the checks' and the instruments' fragments)."""
+    import nbformat
+    from conftest import SOLUTIONS
+    from planted import all_planted
+    from submissions import reference_answers
+
+    cells = nbformat.read(SOLUTIONS / name, as_version=4).cells
+    order = [c.metadata.get("nbgrader", {}).get("grade_id") for c in cells]
+    tests = {c.metadata["nbgrader"]["grade_id"]: c.source for c in cells
+             if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"}
+    reference = reference_answers(name)
+
+    class Sink:
+        def __init__(self):
+            self.failed = []
+
+        def report(self, exercise, groups):
+            self.failed += [(g["message"], g.get("hint_key")) for g in (groups or {}).values() if g["status"] == "failed"]
+
+    said, chinese = 0, []
+    with _first_failure_only(monkeypatch):
+        for p in all_planted().get(name, []):
+            test_id = next(g for g in order[order.index(p.grade_id) + 1:] if g in tests)
+            space = {}
+            exec("import math, random, torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n", space)
+            for grade_id, source in reference.items():
+                if grade_id != p.grade_id:
+                    try:
+                        exec(source, space)
+                    except Exception:  # noqa: BLE001  an answer this mistake's check does not need
+                        pass
+            exec(p.source, space)
+            sink = Sink()
+            with checks.reporting_to(sink):
+                try:
+                    exec(tests[test_id], space)
+                except checks.CheckFailed as err:
+                    sink.failed.append((str(err), err.hint_key))
+                except _Enough:
+                    pass
+            for message, key in sink.failed:
+                said += 1
+                english = messages.localize(message, "en", key)
+                if messages.CHINESE.search(english):
+                    chinese.append(f"{p.name!r} ({p.grade_id}): {english}")
+    capsys.readouterr()
+    assert said, f"{name}: no planted mistake failed a check in this process"
+    assert not chinese, f"{name}: Chinese left in the English of a failed check:\n" + "\n".join(chinese)
+
+
+def _raised(fn, *args):
+    try:
+        fn(*args)
+    except Exception as err:  # noqa: BLE001  the error under test
+        return err
+    raise AssertionError(f"{fn} raised nothing")
+
+
+def test_the_lab_shows_an_error_of_lecture2_in_english(monkeypatch):
+    """In an English-edition kernel an error raised in lecture2's code (here estimate's ValueError for an MFU above 1)
+    is shown as the same type with its message localized (the fragments of the catalogues); an error of the student's
+    own code, or one that cannot be made again from its message, is shown as it is."""
+    from lecture2 import estimate, lab
+
+    class Shell:
+        handler = types = None
+
+        def set_custom_exc(self, types, handler):
+            self.types, self.handler = types, handler
+
+        def showtraceback(self, exc_tuple, tb_offset=None):
+            self.shown = exc_tuple[1]
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setenv(editions.ENV, "en")
+    shell = Shell()
+    assert lab.install(shell) == "en" and ValueError in shell.types and AssertionError in shell.types
+
+    err = _raised(estimate.training_seconds, 1e21, 8, 1e15, 1.5)
+    assert isinstance(err, ValueError) and messages.CHINESE.search(str(err)), err
+    zh = str(err).split("1.5")[0]  # the message's one fragment before its field
+    real = messages.catalogue
+    monkeypatch.setattr(messages, "catalogue", lambda name: {**real(name), **(
+        {zh: "MFU is a fraction of peak and must be in (0, 1], got "} if name == "errors_en" else {})})
+    messages._fragments_en.cache_clear()
+    try:
+        shell.handler(shell, type(err), err, err.__traceback__)
+    finally:
+        monkeypatch.setattr(messages, "catalogue", real)
+        messages._fragments_en.cache_clear()
+    assert type(shell.shown) is ValueError and str(shell.shown) == "MFU is a fraction of peak and must be in (0, 1], got 1.5"
+
+    mine = _raised(lambda: (_ for _ in ()).throw(ValueError("我的错误 (my own error)")))
+    shell.handler(shell, ValueError, mine, mine.__traceback__)
+    assert shell.shown is mine  # raised in the student's code: as it is
+
+    class TwoArguments(ValueError):
+        def __init__(self, message, extra):
+            super().__init__(message)
+
+    two = TwoArguments("MFU 是峰值的比例 (a fraction of peak), 应在 (0, 1] 内，得到 2", 0)
+    assert lab._localized(two, "en", err.__traceback__) is two  # cannot be made again from one message
