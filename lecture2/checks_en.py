@@ -1,6 +1,6 @@
 """The English of lecture2.checks' and lecture2.exercises' messages, by fragment (lecture2.messages.localize).
 
-A key is a string constant of checks.py or of an exercise module that holds Chinese, exactly as the code has it (for
+A key is a string constant of lecture2.checks or of an exercise module that holds Chinese, exactly as the code has it (for
 an f-string: each constant part between its {fields}); its value is that fragment's English, written so that the
 fragments and the fields, in the Chinese order, read as an English sentence. A key that several messages share
 (punctuation, ", got ") has one English that fits every use. Not here: the hints (lecture2.hints_en), the

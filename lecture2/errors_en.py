@@ -249,18 +249,12 @@ FRAGMENTS_EN: dict[str, str] = {
         "compare needs a models.TransformerBlock with explicit attention (fused_attention=False)",
     "inp 要 requires_grad=True：在一个多层模型里，每一层的输入都需要梯度":
         "inp needs requires_grad=True: in a model of many layers, every layer's input needs a gradient",
-    # reference.py
+    # reference/ (the package)
     "未知的 section (unknown section) ": "unknown section ",
     "device 应是 'cpu' 或 'cuda' (profiles measure these two), 得到 ":
         "device should be 'cpu' or 'cuda' (the profiles measure these two), got ",
     "mine 应是 reference.measure_here(...) 的结果 (a partial profile dict), 得到 ":
         "mine should be the result of reference.measure_here(...) (a partial profile dict), got ",
-    "还没有在 GPU 上实测的参考 profile (no measured GPU profile shipped yet)": "no measured GPU reference profile is shipped yet",
-    "：datasheet 一列是数据手册上的峰值，不是测量。": ": the datasheet column holds the data sheet's peaks, not measurements.",
-    "。": ".",
-    "在 GPU 上运行 python -m lecture2 profile --out lecture2/profiles/":
-        "Run python -m lecture2 profile --out lecture2/profiles/",
-    ".json 即可补上。": ".json on a GPU to add one.",
     # training_state.py (and 1 fragment listed above)
     "需要 Tensor 或 None, 得到 ": "needs a Tensor or None, got ",
     "optimizer 应是 torch.optim.Optimizer, 得到 ": "optimizer should be a torch.optim.Optimizer, got ",

@@ -128,7 +128,7 @@ def test_a_check_cell_says_passed_in_the_notebooks_language(monkeypatch, capsys)
         assert capsys.readouterr().out.strip() == passed
 
 
-# ---- the fragment catalogues: lecture2.checks_en (checks.py, exercises/*.py) and lecture2.errors_en (the rest)
+# ---- the fragment catalogues: lecture2.checks_en (checks/*.py, exercises/*.py) and lecture2.errors_en (the rest)
 
 MODULES = messages.catalogued_modules()
 ROOT = messages.PACKAGE.parent
@@ -142,7 +142,7 @@ def _module_id(path) -> str:
 @pytest.mark.parametrize("path", [p for paths in MODULES.values() for p in paths], ids=_module_id)
 def test_every_chinese_fragment_of_a_module_is_in_a_catalogue(path):
     """Every string constant of the module that holds Chinese (an f-string's constant parts), not a docstring nor a
-    registered hint, has its English in lecture2.checks_en or lecture2.errors_en (checks.py and the exercises in the
+    registered hint, has its English in lecture2.checks_en or lecture2.errors_en (checks/ and the exercises in the
     first, every other module in the second)."""
     keys = set(messages.catalogue("checks_en")) | set(messages.catalogue("errors_en"))
     missing = [f for f in messages.chinese_fragments(path, HINT_TEXTS) if f not in keys]
