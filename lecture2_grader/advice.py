@@ -1,6 +1,6 @@
 """What the grader tells a student about how it read their notebook: own cells it did not run, course cells edited.
 In validate and the feedback page, in the notebook's edition's language (lecture2_grader.messages; an own cell's
-reason, owncells.OwnCell.doing, stays as owncells says it): their own cells it did not run and what that risks, and course cells they edited, whose course version ran instead. Advice only: it comes from the notebook's sources, before anything runs, and it never
+reason, owncells.OwnCell.doing, through its localize): their own cells it did not run and what that risks, and course cells they edited, whose course version ran instead. Advice only: it comes from the notebook's sources, before anything runs, and it never
 changes a score. Every student text it quotes is escaped where it is shown (text.py)."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from lecture2.editions import SOURCE
 
 from . import plan
 from .course import Notebook, top_level_names
-from .messages import say
+from .messages import localize, say
 from .submission import Answers
 
 FIRST_LINE = 80  # characters of a cell's first line quoted to name it
@@ -45,7 +45,7 @@ def skipped_own_cells(answers: Answers, kernel: plan.KernelPlan, lang: str = SOU
         else:
             risk = say("advice.harmless", lang)
         touches = say("advice.touches", lang, names=_listed(touched, lang)) if touched else ""
-        notes.append(say("advice.skipped", lang, first=first_line(cell.source), doing=verdict.doing, touches=touches,
+        notes.append(say("advice.skipped", lang, first=first_line(cell.source), doing=localize(verdict.doing, lang), touches=touches,
                          risk=risk))
     return notes
 

@@ -30,22 +30,23 @@ from pathlib import Path
 
 from . import gradebook, intake
 from .files import atomic_text
+from .messages import say
 from .text import csv_cell, terminal
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)", "Feedback comments"]
 
 
-def _comment(row: dict, stems: list[str]) -> str:
-    """The worksheet's feedback text (students read it): what the grader found, in Chinese with the English term."""
+def _comment(row: dict, stems: list[str], lang: str) -> str:
+    """The worksheet's feedback text (students read it): what the grader found, in `lang` (the course's)."""
     nbs = row["notebooks"]
     parts = []
-    for label, test in (("迟交 (late)", lambda n: n["late"]), ("未作答 (blank)", lambda n: n["state"] == "blank"),
-                        ("缺少 (missing)", lambda n: n["state"] == "missing"),
-                        ("无法读取 (unreadable)", lambda n: n["state"] == "unreadable")):
+    for key, test in (("export.late", lambda n: n["late"]), ("export.blank", lambda n: n["state"] == "blank"),
+                      ("export.missing", lambda n: n["state"] == "missing"),
+                      ("export.unreadable", lambda n: n["state"] == "unreadable")):
         which = [s[:2] for s in stems if test(nbs[s])]
         if which:
-            parts.append(f"{label}: {', '.join(which)}")
+            parts.append(f"{say(key, lang)}: {', '.join(which)}")
     return "; ".join(parts)
 
 
@@ -55,6 +56,7 @@ def write(course: Path, out: Path | None = None) -> tuple[list[Path], list[str]]
     out = out or course / "export"
     out.mkdir(parents=True, exist_ok=True)
     settings = intake.Term.load(course).settings
+    lang = intake.course_language(course)
     assignment = str(settings.get("canvas_assignment") or "lec02")
     stems, maxima, rows = gradebook.table(course)
     max_total = sum(maxima.values())
@@ -75,7 +77,7 @@ def write(course: Path, out: Path | None = None) -> tuple[list[Path], list[str]]
                 canvas.writerow([csv_cell(name), lms_id, "", "", "", total])
             elif lms == "moodle":
                 moodle.writerow([f"Participant {lms_id}", csv_cell(name), total, f"{max_total:g}", now,
-                                 csv_cell(_comment(row, stems))])
+                                 csv_cell(_comment(row, stems, lang))])
             else:
                 warnings.append(f"{terminal(student, 100)}: {row['total']:g}/{max_total:g}, not collected from a Canvas or "
                                 "Moodle download (no LMS id): enter their grade by hand")

@@ -13,6 +13,7 @@ notebook's edition; an instructor's (`make grade`, the class report, the command
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from lecture2 import editions
@@ -128,12 +129,60 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "This notebook is {mb} MB, nearly all of it saved outputs (plots, logs). Grading reads only the cells' "
               "sources: the outputs are not read and change no points; to make the file smaller, use Edit > Clear "
               "Outputs of All Cells, then save."},
+    # lecture2_grader.export: the LMS worksheet's comment (students read it), in the course's language
+    "export.late": {"zh": "迟交 (late)", "en": "late"},
+    "export.blank": {"zh": "未作答 (blank)", "en": "blank"},
+    "export.missing": {"zh": "缺少 (missing)", "en": "missing"},
+    "export.unreadable": {"zh": "无法读取 (unreadable)", "en": "unreadable"},
 }
+
+# The grader's own reasons built in Chinese with the English beside them (owncells.py: why an own cell is not run;
+# plan.py: a cell nothing needs), as lecture2.messages' fragment catalogues: each Chinese string constant (an
+# f-string's constant parts) of those modules is a key, its value the English that reads with the f-string's fields
+# in their order (tests/test_messages.py holds every fragment to a key). `localize` applies them.
+FRAGMENTS_EN: dict[str, str] = {
+    # owncells.py
+    "不只是定义 (does more than define things): ": "does more than define things: ",
+    "改了不是你创建的对象 (changes an object your cells did not create): ": "changes an object your cells did not create: ",
+    "不是合法的 Python (does not parse)": "does not parse as Python",
+    "调用了 (calls) ": "calls ",
+    "读取了调用得到的对象 (reads into ": "(reads into ",
+    "用了会运行代码的装饰器 (a decorator that runs code): @": "a decorator that runs code: @",
+    "相对导入 (a relative import)": "a relative import",
+    "嵌套太深 (nested too deeply)": "nested too deeply",
+    " 用了 `": " uses `",
+    "改了不是你创建的数据 (changes ": "(changes ",
+    "给模块起了别名 (aliases the module ": "(aliases the module ",
+    "给课程的模块起了别名 (aliases the course's module ": "(aliases the course's module ",
+    "导入了环境里没有的模块 (imports ": "(imports ",
+    " 定义了 ": " defines ",
+    " 的类体不只是定义 (its body does more than define things): ": "'s body does more than define things: ",
+    # plan.py
+    "没有答案用到它定义或改动的名字，评分时不需要它 (no answer reads a name it defines or changes: not needed)":
+        "no answer reads a name it defines or changes: not needed",
+}
+FRAGMENT_MODULES = ("owncells.py", "plan.py")  # the modules whose fragments FRAGMENTS_EN holds
 
 
 def say(key: str, lang: str, **fields: object) -> str:
     """Message `key` in `lang` (a KeyError names a key or language the catalogue lacks: a bug of the course)."""
     return MESSAGES[key][lang].format(**fields) if fields else MESSAGES[key][lang]
+
+
+def localize(text: str, lang: str) -> str:
+    """One of the grader's reasons (FRAGMENT_MODULES build them in Chinese) in `lang`: in English each fragment of
+    FRAGMENTS_EN replaced, longest first; a reason that became one parenthesis ("(imports x, which is not
+    installed)") reads without it. In Chinese, or for text without Chinese, as it is."""
+    if lang == editions.SOURCE or not _CHINESE.search(text):
+        return text
+    for zh in sorted(FRAGMENTS_EN, key=len, reverse=True):
+        text = text.replace(zh, FRAGMENTS_EN[zh])
+    if text.startswith("(") and text.endswith(")") and text.count("(") == 1 and text.count(")") == 1:
+        text = text[1:-1]
+    return text
+
+
+_CHINESE = re.compile(r"[\u3400-\u9fff\uff00-\uffef\u3000-\u303f]")
 
 
 def student_language(path: Path, default: str = editions.SOURCE) -> str:

@@ -11,6 +11,7 @@ import importlib
 import pkgutil
 import re
 import string
+from pathlib import Path
 from contextlib import contextmanager
 
 import pytest
@@ -319,3 +320,29 @@ def test_the_lab_shows_an_error_of_lecture2_in_english(monkeypatch):
 
     two = TwoArguments("MFU 是峰值的比例 (a fraction of peak), 应在 (0, 1] 内，得到 2", 0)
     assert lab._localized(two, "en", err.__traceback__) is two  # cannot be made again from one message
+
+
+# ---- the grader's own reasons (lecture2_grader.messages.FRAGMENTS_EN): why an own cell is not run, in English too
+
+def test_the_graders_reasons_have_their_english():
+    """Does every Chinese fragment of the modules that build the grader's reasons (owncells.py, plan.py) have its
+    English, no English hold Chinese, no key outlive its code; and do the reasons own_cell gives read in English?"""
+    import lecture2_grader
+    from lecture2_grader import owncells
+
+    folder = Path(lecture2_grader.__file__).parent
+    held = {zh for name in grader_messages.FRAGMENT_MODULES
+            for zh in messages.chinese_fragments(folder / name, hints=set())}
+    assert sorted(held - set(grader_messages.FRAGMENTS_EN)) == [], "add their English to FRAGMENTS_EN"
+    assert sorted(set(grader_messages.FRAGMENTS_EN) - held) == [], "English for fragments that are gone"
+    assert not [en for en in grader_messages.FRAGMENTS_EN.values() if messages.CHINESE.search(en)]
+    cells = ["print(1)", "o = lecture2.measure", "import lecture2\nm = lecture2", "@decorate\ndef g(): pass",
+             "from . import z", "import no_such_module_here", "class A(metaclass=M): pass", "class B:\n    print(2)",
+             "def (", "for i in range(3): pass", "class C:\n    def __init_subclass__(cls): pass", "lst += [1]"]
+    for source in cells:
+        verdict = owncells.own_cell(source, {"lst": "course"})
+        assert not verdict.runs, source
+        english = grader_messages.localize(verdict.doing, "en")
+        assert english and not messages.CHINESE.search(english), (source, verdict.doing, english)
+        assert not (english.startswith("(") and english.endswith(")")), english
+        assert grader_messages.localize(verdict.doing, "zh") == verdict.doing
