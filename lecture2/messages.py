@@ -149,14 +149,14 @@ def say(key: str, lang: str, **fields: object) -> str:
 
 def hint(key: str, lang: str) -> str:
     """The hint of usual mistake `key` in `lang`; in English the Chinese text where no English is written yet."""
-    from . import checks
+    from .hints import HINTS
 
     if lang == "en":
         from .hints_en import HINTS_EN
 
         if key in HINTS_EN:
             return HINTS_EN[key]
-    return checks.HINTS[key]
+    return HINTS[key]
 
 
 # Chinese (CJK ideographs, fullwidth forms, CJK punctuation): what a string constant must hold to be a key, and what no
@@ -183,11 +183,12 @@ def _hint_texts() -> set[str]:
     import importlib
     import pkgutil
 
-    from . import checks, exercises
+    from .hints import HINTS
 
-    for module in pkgutil.iter_modules(exercises.__path__):  # each registers its hints as it is imported
-        importlib.import_module(f"{exercises.__name__}.{module.name}")
-    return set(checks.HINTS.values())
+    exercises = f"{__package__}.exercises"
+    for module in pkgutil.iter_modules([str(PACKAGE / "exercises")]):  # each registers its hints as it is imported
+        importlib.import_module(f"{exercises}.{module.name}")
+    return set(HINTS.values())
 
 
 def chinese_fragments(path: str | Path, hints: set[str] | None = None) -> list[str]:
@@ -246,12 +247,12 @@ def localize(message: str, lang: str, hint_key: str | None = None) -> str:
     any Chinese is left. The values a message shows (what came back, the expected value) are code and numbers."""
     if lang != "en" or not message:
         return message
-    from . import checks
+    from .hints import HINTS
 
-    keys = [hint_key] if hint_key and hint_key in checks.HINTS else []
-    keys += [k for k, text in checks.HINTS.items() if text in message and k not in keys]
+    keys = [hint_key] if hint_key and hint_key in HINTS else []
+    keys += [k for k, text in HINTS.items() if text in message and k not in keys]
     for key in keys:
-        message = message.replace(checks.HINTS[key], hint(key, "en"))
+        message = message.replace(HINTS[key], hint(key, "en"))
     if not CHINESE.search(message):
         return message
     for zh, en, glued in _fragments_en():

@@ -16,8 +16,9 @@ that prints a notice and lets `Run All` go on. The outcomes go to the sink the c
 under the course's grader that is the judge's, a process that holds the checks and never a student's object;
 what a cell prints earns nothing.
 
-One name space, four rooms: this module (the failure, the comparisons, the exercise and its groups), `hints` (the
-usual mistakes' hints), `shown` (how a message shows a value) and `draws` (hidden cases, drawn from a secret).
+One name space, three rooms: this module (the failure, the comparisons, the exercise and its groups), `shown` (how
+a message shows a value) and `draws` (hidden cases, drawn from a secret); the usual mistakes' hints are
+lecture2.hints (HINTS, register_hints: read here as checks.HINTS), beside their English, lecture2.hints_en.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from .. import editions, messages
 from ..answers import AnswerTimeout, AnswerUnavailable  # noqa: F401  (checks.AnswerUnavailable: for test cells)
 from .draws import DRAW_SECRET_ENV, drawing_from, drawn  # noqa: F401  (checks.drawn: for test cells)
-from .hints import HINTS, hint_key, key_of_hint, register_hints
+from ..hints import HINTS, hint_key, key_of_hint, register_hints
 from .shown import _SCALARS, SHOWN_CHARACTERS, SHOWN_ITEMS, _exact_types, _foreign, shown  # noqa: F401
 
 _fmt = shown  # the name the comparisons below use

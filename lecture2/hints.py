@@ -1,5 +1,5 @@
 """The usual mistakes' hints, by key: `HINTS` (the course's, extended by each exercise module with
-`register_hints`), in the course's source language; their English is lecture2.hints_en. A failed check carries
+`register_hints`; lecture2.checks hands both on), in the course's source language; their English is lecture2.hints_en. A failed check carries
 its hint's key to the grader's feedback and to the class's table of mistakes."""
 from __future__ import annotations
 
