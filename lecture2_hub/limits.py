@@ -19,6 +19,8 @@ import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
+from lecture2_grader.sandbox import own_cgroups
+
 MiB, GiB = 2**20, 2**30
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CPU_PERIOD_US = 100_000  # the CFS period the CPU quota is a share of (the kernel's default)
@@ -135,18 +137,6 @@ def hub_cgroup_name(state: Path) -> str:
     return "lecture2-hub-" + hashlib.sha256(str(state).encode()).hexdigest()[:10]
 
 
-def _own() -> dict[str, str]:
-    found = {}
-    try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            for c in (controllers.split(",") if controllers else [""]):
-                found[c] = path
-    except (OSError, ValueError):
-        pass
-    return found
-
-
 def cgroup_problem() -> str | None:
     """Why this machine cannot hold students to memory, CPU and process limits here (no cgroups we may make), or
     None."""
@@ -187,7 +177,7 @@ def student_cgroup(state: Path, name: str, limits: StudentLimits) -> StudentCgro
         (path / "pids.max").write_text(str(limits.processes))
         (path / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")
         return StudentCgroup((path,), 2)
-    own = _own()
+    own = own_cgroups()
     paths = []
     for controller in ("memory", "pids", "cpu"):
         path = CGROUP_ROOT / controller / own.get(controller, "/").lstrip("/") / hub / name
@@ -212,7 +202,7 @@ def hub_cgroups(state: Path) -> list[Path]:
     if (CGROUP_ROOT / "cgroup.controllers").exists():
         tops = [CGROUP_ROOT / hub]
     else:
-        own = _own()
+        own = own_cgroups()
         tops = [CGROUP_ROOT / c / own.get(c, "/").lstrip("/") / hub for c in ("memory", "pids", "cpu")]
     return [p for top in tops if top.is_dir() for p in [*sorted(d for d in top.iterdir() if d.is_dir()), top]]
 
