@@ -65,7 +65,8 @@ def write(state: Path, exchange: Path, limits: StudentLimits) -> None:
             _write(folder / "lab-settings" / "overrides.json", json.dumps(lab_defaults(edition), indent=1) + "\n")
             _write(folder / "labconfig" / "page_config.json", json.dumps(
                 {"disabledExtensions": {f"@jupyter/nbgrader:{d}": True for d in off}}, indent=1) + "\n")
-            _write(folder / "nbgrader_config.py", nbgrader)
+            shown = f"c.List.shown = [{editions.EDITIONS[edition].folder!r}]\n" if role == "student" else ""
+            _write(folder / "nbgrader_config.py", nbgrader + shown)
     for folder in (state / "config", *folders, *(f / sub for f in folders for sub in ("labconfig", "lab-settings"))):
         os.chmod(folder, 0o755)
 

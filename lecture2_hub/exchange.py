@@ -20,8 +20,9 @@ above and said. Submissions are then made 0755 (their student's alone to change)
 (lecture2_grader.intake) takes a submission only from the Unix user its folder names, through no link.
 
 The classes (named in the hub's nbgrader configs and on the course's own nbgrader command lines) differ from
-nbgrader's in three things: none changes the root's mode, a submission folder is not left writable by others, and
-the instructor's Collect button goes through the course's collector (`make collect`), not nbgrader's copy.
+nbgrader's in four things: none changes the root's mode, a submission folder is not left writable by others, the
+instructor's Collect button goes through the course's collector (`make collect`), not nbgrader's copy, and a
+student's Assignments tab lists the assignment of their edition only (`List.shown`).
 """
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ from pathlib import Path
 
 from nbgrader.exchange.default import (ExchangeCollect, ExchangeFetchAssignment, ExchangeFetchFeedback, ExchangeList,
                                        ExchangeReleaseAssignment, ExchangeReleaseFeedback, ExchangeSubmit)
+
+from traitlets import List as TraitList
+from traitlets import Unicode
 
 from .settings import COURSE_ID
 
@@ -165,7 +169,18 @@ class FetchFeedback(_KeepRoot, ExchangeFetchFeedback):
 
 
 class List(_KeepRoot, ExchangeList):
-    pass
+    """nbgrader's listing (the Assignments tab: released, fetched, submitted), of the assignments `shown` alone when it
+    is set: a student's server lists the assignment of their edition (lec02 or lec02-en, lecture2_hub.configs), an
+    instructor's every one."""
+
+    shown = TraitList(Unicode(), default_value=None, allow_none=True,
+                      help="The assignment ids this listing shows (None: every one)").tag(config=True)
+
+    def init_dest(self):
+        super().init_dest()
+        if self.shown is not None:
+            self.assignments = [path for path in self.assignments
+                                if self.parse_assignment(path)["assignment_id"] in self.shown]
 
 
 class ReleaseAssignment(_KeepRoot, ExchangeReleaseAssignment):

@@ -335,6 +335,36 @@ def test_the_servers_configs_keep_student_code_out_of_the_instructors_lab(shared
         assert 'c.ExchangeFactory.collect = "lecture2_hub.exchange.Collect"' in text
         assert stat.S_IMODE((shared_dir / "config" / role / "nbgrader_config.py").stat().st_mode) == 0o644
     assert release_feedback.EXCHANGE_CLASSES.items() <= exchange.FACTORY.items()
+    for folder, shown in (("student", "c.List.shown = ['lec02']"), ("student-en", "c.List.shown = ['lec02-en']"),
+                          ("instructor", None)):  # a student's Assignments tab: their edition's assignment alone
+        text = (shared_dir / "config" / folder / "nbgrader_config.py").read_text()
+        assert (shown in text) if shown else "List.shown" not in text, (folder, text)
+
+
+def test_a_students_listing_shows_the_assignment_of_their_edition(tmp_path):
+    """Does the exchange's List, told `shown`, list only those of the released assignments (nbgrader's own listing,
+    which the Assignments tab reads), and every one when not told?"""
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from lecture2_hub import exchange
+
+    for name in ("lec02", "lec02-en"):
+        (tmp_path / "exchange" / "lecture2" / "outbound" / name).mkdir(parents=True)
+        (tmp_path / "exchange" / "lecture2" / "outbound" / name / "01.ipynb").write_text("{}")
+    listed = {}
+    for shown in (None, ["lec02-en"]):
+        config = Config()
+        config.Exchange.root = str(tmp_path / "exchange")
+        config.Exchange.assignment_dir = str(tmp_path / "home")
+        config.CourseDirectory.course_id = "lecture2"
+        if shown is not None:
+            config.List.shown = shown
+        lister = exchange.List(coursedir=CourseDirectory(config=config), config=config)
+        lister.init_src()
+        lister.init_dest()
+        listed[str(shown)] = sorted(lister.parse_assignment(a)["assignment_id"] for a in lister.assignments)
+    assert listed == {"None": ["lec02", "lec02-en"], "['lec02-en']": ["lec02-en"]}
 
 
 def test_failed_log_ins_make_each_next_try_wait_longer():

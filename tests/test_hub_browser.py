@@ -168,6 +168,8 @@ def _students_hand_in(students: list[tuple], log: Path) -> list[str]:
             panel = _assignments(pg)
             released = panel.locator("#released_assignments_list .list_item",  # lec02, not lec02-en (issue 41)
                                      has=pg.locator(".item_name", has_text=re.compile(rf"^\s*{ASSIGNMENT}\s*$")))
+            released.wait_for(timeout=60_000)
+            assert panel.locator("#released_assignments_list .item_name", has_text="lec02-en").count() == 0  # their edition's
             released.locator("button", has_text="Fetch").click()
             panel.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT).wait_for(timeout=60_000)
             _shot(pg, f"{short}_1_fetched")
