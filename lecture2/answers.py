@@ -284,6 +284,14 @@ def instruments_off(module_names: tuple[str, ...] = CALCULATOR) -> Iterator[None
 
 
 @observer
+def with_instruments_off(fn, module_names: tuple[str, ...], *args):
+    """fn(*args) with lecture2's modules `module_names` switched off beside the answer: what it returns (what it
+    raises goes to the check: a switched-off function's RuntimeError says `OFF`)."""
+    with instruments_off(tuple(module_names)):
+        return fn(*args)
+
+
+@observer
 def without_instruments(fn, module_names: tuple[str, ...], *args, **kwargs) -> dict:
     """fn(*args, **kwargs) with lecture2's modules `module_names` switched off beside the answer. What it saw:
     {"returned": fn's value, "used": whether fn called a switched-off function} (another exception fn raises

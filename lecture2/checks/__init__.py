@@ -96,6 +96,21 @@ def by_formula(fn, *args, what: str, **kwargs):
     return seen.get("returned")
 
 
+def with_instruments_off(fn, *args, instruments: tuple[str, ...], what: str, hint_key: str):
+    """fn(*args), called beside the answer with lecture2's modules `instruments` switched off
+    (answers.with_instruments_off): its value; an answer that called one of them fails with the hint `hint_key`,
+    saying what it raised."""
+    __tracebackhide__ = True
+    from .. import answers
+
+    try:
+        return answers.observe(answers.with_instruments_off, fn, tuple(instruments), *args)
+    except RuntimeError as err:
+        if answers.OFF not in str(err):
+            raise
+        fail(f"{what} 出错 (raised) {answers.quoted(err, 140)}", hint_key)
+
+
 def grading() -> bool:
     """True while nbgrader grades or validates (it sets NBGRADER_EXECUTION)."""
     return bool(os.environ.get("NBGRADER_EXECUTION"))

@@ -20,7 +20,6 @@ from __future__ import annotations
 from lecture2 import answers, checks
 
 INSTRUMENTS = answers.CALCULATOR + answers.ENGINE_MODULES
-OFF = answers.OFF
 KEYS = ("bubble", "in_flight")
 
 # Each hint goes from the idea to the formula: what the mistake misses first, the count last.
@@ -46,22 +45,10 @@ checks.register_hints({
 })
 
 
-@answers.observer
-def without_instruments(fn, *args):
-    """fn(*args) with lecture2's calculator switched off beside the answer: what it returns (what it raises goes to
-    the check)."""
-    with answers.instruments_off(INSTRUMENTS):
-        return fn(*args)
-
-
 def _answer(fn, *args, what: str):
+    """fn(*args) beside the answer, the instruments off; an answer that called one of them draws its hint."""
     __tracebackhide__ = True
-    try:
-        return answers.observe(without_instruments, fn, *args)
-    except RuntimeError as err:
-        if OFF not in str(err):
-            raise
-        checks.fail(f"{what} 出错 (raised) {answers.quoted(err, 140)}", "pipeline.instrument_off")
+    return checks.with_instruments_off(fn, *args, instruments=INSTRUMENTS, what=what, hint_key="pipeline.instrument_off")
 
 
 def schedule_case(fn, p: int, m: int, v: int, stage: int, bubble: float, in_flight: float,

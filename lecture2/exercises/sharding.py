@@ -2,9 +2,9 @@
 
 Every answer is reached through lecture2.answers (plain data both ways), always through one instrument:
 
-    without_instruments(fn, *args)   fn(*args) with lecture2's calculator and engines switched off beside the answer
-                                     (estimate, planner, network, parallel, distributed, zero: calling them raises),
-                                     what it returns; what it raises goes to the check
+    answers.with_instruments_off(fn, INSTRUMENTS, *args)
+        fn(*args) with lecture2's calculator and engines switched off beside the answer (estimate, planner, network,
+        parallel, distributed, zero: calling them raises), what it returns; what it raises goes to the check
 
 Expected values are computed in the judge: reference numbers the test cell passes in (with their sources; for
 the drawn cases, the formula written in the cell's hidden region), and, for the live cases, what a live
@@ -25,7 +25,6 @@ RECIPE_BYTES = {key: r.parts for key, r in estimate.TRAINED_RECIPES.items()}
 PARTS = ("params", "grads", "optimizer")
 STRATEGIES = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3}  # the strategies of comm_bytes_per_step, tokens_to_hide -> lecture2.zero's stage
 INSTRUMENTS = answers.CALCULATOR + answers.ENGINE_MODULES
-OFF = answers.OFF  # what an instrument raises while an answer runs
 
 # Each hint goes from the idea to the formula: what the mistake misses first, the rule last.
 checks.register_hints({
@@ -52,23 +51,10 @@ checks.register_hints({
 # ---- the instrument: the answer with lecture2's calculator and engines switched off
 
 
-@answers.observer
-def without_instruments(fn, *args):
-    """fn(*args) with lecture2's calculator and engines switched off (answers.instruments_off): what it returns
-    (what it raises goes to the check)."""
-    with answers.instruments_off(INSTRUMENTS):
-        return fn(*args)
-
-
 def _answer(fn, *args, what: str):
     """fn(*args) beside the answer, the instruments off; an answer that called one of them draws its hint."""
     __tracebackhide__ = True
-    try:
-        return answers.observe(without_instruments, fn, *args)
-    except RuntimeError as err:
-        if OFF not in str(err):
-            raise
-        checks.fail(f"{what} 出错 (raised) {answers.quoted(err, 140)}", "sharding.instrument_off")
+    return checks.with_instruments_off(fn, *args, instruments=INSTRUMENTS, what=what, hint_key="sharding.instrument_off")
 
 
 def _raises_value_error(fn, *args, what: str) -> bool:
@@ -267,16 +253,23 @@ def comm_rejects(fn, strategy: str) -> None:
         checks.fail(f"comm_bytes_per_step(..., strategy={strategy!r}) 应该 raise ValueError", "raises_value_error")
 
 
+def _trained(live: LiveGroup, cases):
+    """Each case (model config, ranks, strategy, recipe[, "float32"]) trained by lecture2.zero on the live group, in
+    order: (its result, ranks, strategy, recipe, reduce dtype or None)."""
+    cases = [tuple(c) + (None,) * (5 - len(c)) for c in cases]
+    jobs = [distributed.Job("textbook", stage=STRATEGIES[st], recipe=r, n_ranks=n, model=m, seed=i, reduce_dtype=red)
+            for i, (m, n, st, r, red) in enumerate(cases)]
+    for res, (_, n, st, r, red) in zip(live.run(jobs), cases):
+        yield res, n, st, r, red
+
+
 def comm_live(fn, live: LiveGroup, cases) -> None:
     """Each case (model config, ranks, strategy, recipe[, "float32"]) trained by lecture2.zero on the live group; fn
     against the bytes each rank sends for the collectives its last step issued (counted, converted by the ring
     model). The parameters are gathered in the model's dtype (2 bytes for the bf16 recipes, else 4), the gradients
     reduced in it or in fp32."""
     __tracebackhide__ = True
-    cases = [tuple(c) + (None,) * (5 - len(c)) for c in cases]
-    jobs = [distributed.Job("textbook", stage=STRATEGIES[st], recipe=r, n_ranks=n, model=m, seed=i, reduce_dtype=red)
-            for i, (m, n, st, r, red) in enumerate(cases)]
-    for res, (_, n, st, r, red) in zip(live.run(jobs), cases):
+    for res, n, st, r, red in _trained(live, cases):
         calls = res.ranks[0]["collectives"]
         checks.expect(all(rep["collectives"] == calls for rep in res.ranks), "每个 rank 发出的集合通信应当相同")
         n_params, dtype_bytes = res.ranks[0]["n_params"], 2 if r.startswith("bf16") else 4
@@ -334,10 +327,7 @@ def hide_live(fn, live: LiveGroup, cases, flops_per_s: float, bus_bytes_per_s: f
     collectives its last step issued (counted, converted by the ring model) at `bus_bytes_per_s` (rtol 1e-3: the
     ZeRO buffers are padded by a few elements)."""
     __tracebackhide__ = True
-    cases = [tuple(c) + (None,) * (5 - len(c)) for c in cases]
-    jobs = [distributed.Job("textbook", stage=STRATEGIES[st], recipe=r, n_ranks=n, model=m, seed=i, reduce_dtype=red)
-            for i, (m, n, st, r, red) in enumerate(cases)]
-    for res, (_, n, st, r, red) in zip(live.run(jobs), cases):
+    for res, n, st, r, red in _trained(live, cases):
         calls = res.ranks[0]["collectives"]
         n_params, dtype_bytes = res.ranks[0]["n_params"], 2 if r.startswith("bf16") else 4
         reduce_bytes = 4 if red == "float32" else None
@@ -353,7 +343,7 @@ def hide_live(fn, live: LiveGroup, cases, flops_per_s: float, bus_bytes_per_s: f
 ORACLE = {
     "bytes_per_rank": answers.Oracle(
         returns="the dict {params, grads, optimizer} of ints it returns, called beside the answer by the "
-                "without_instruments instrument (lecture2's calculator and engines switched off there)",
+                "answers.with_instruments_off instrument (lecture2's calculator and engines switched off there)",
         expected="the bytes every rank of a live process group, started in the judge, holds between steps under "
                  "lecture2.zero (2, 3 and 4 ranks, drawn GPTs whose N need not divide, every recipe); the paper's "
                  "7B over 256 GPUs; for drawn sizes the closed form in the test cell's hidden region (the buffer "
