@@ -302,7 +302,7 @@ def adamw_case(cls, widths: list[int], n: int, seed: int, hyper: dict, groups: l
     variants = {v: _variant_trajectory(widths, state, x, y, groups, hyper, steps, v) for v in _VARIANTS}
     start = _param_vec(ref_model)
     where = "每个参数一组" if groups is None else f"{len(groups)} 个 param_groups"
-    what = f"AdamW({where}, {', '.join(f'{k}={v}' for k, v in hyper.items())}) on MLP {widths}"
+    what = f"AdamW({', '.join([where, *(f'{k}={v}' for k, v in hyper.items())])}) on MLP {widths}"
     with answers.session(OptimizerSession, cls, list(widths), state, x, y, groups, hyper) as session:
         for k in range(steps):
             before = _param_vec(ref_model)
